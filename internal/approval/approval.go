@@ -1,0 +1,42 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Request is a supervised tool call waiting for a person's decision. What
+// runs after approval is exactly Tool with Args: the decision is bound to them.
+type Request struct {
+	Tool      string
+	Args      json.RawMessage // canonical JSON
+	Workspace string
+	Session   string
+	Agent     string
+	// Rule is the policy rule that made the call supervised.
+	Rule string
+	// Risk is a human summary: a command's parse and class, an edit's diff.
+	Risk string
+}
+
+// Outcome is how a request was decided.
+type Outcome struct {
+	ID       string
+	Approved bool
+	Auto     bool   // approved by an auto-approve rule, no person asked
+	By       string // supervisor id, "auto:<rule>" or "timeout"
+	Reason   string
+	State    string // APPROVED, DENIED, TIMED_OUT, CANCELLED
+}
+
+// ErrNoChannel means no channel can reach a person to decide a request.
+var ErrNoChannel = errors.New("no approval channel can reach a supervisor")
+
+// Approver decides supervised calls. Ask blocks until a decision, a timeout
+// or ctx's end (which cancels the request). Executed records the result of an
+// approved call, once.
+type Approver interface {
+	Ask(ctx context.Context, req *Request) (Outcome, error)
+	Executed(ctx context.Context, id string, success bool, result string) error
+}

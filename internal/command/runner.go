@@ -1,0 +1,37 @@
+package command
+
+import (
+	"context"
+	"time"
+)
+
+// Spec is one command to run. Exactly one of Argv and Shell is set: Shell is
+// a command line run by /bin/sh -c after the shell policy has judged it.
+type Spec struct {
+	Argv  []string
+	Shell string
+	// Dir is the working directory, workspace-relative ("" or "." for the root).
+	Dir string
+	// Env is the complete environment (KEY=VALUE); the runner adds nothing.
+	Env     []string
+	Timeout time.Duration
+	// MaxOutputLines cuts the combined output, keeping head and tail (0: no cut).
+	MaxOutputLines int
+}
+
+// Result is what a finished command left behind.
+type Result struct {
+	ExitCode int           `json:"exit_code"`
+	Output   string        `json:"output"` // stdout and stderr interleaved, possibly cut
+	TimedOut bool          `json:"timed_out"`
+	Duration time.Duration `json:"duration_ns"`
+	// CutLines is how many lines were removed from the middle of Output.
+	CutLines int `json:"cut_lines,omitempty"`
+}
+
+// Runner runs commands: on the host (Local) or in the workspace jail (sandbox).
+// An error means the command could not be run at all; a command that ran and
+// failed is a Result with a non-zero ExitCode.
+type Runner interface {
+	Run(ctx context.Context, spec Spec) (Result, error)
+}

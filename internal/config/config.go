@@ -1,0 +1,198 @@
+package config
+
+// Config is warden's effective configuration. Field names and their toml/yaml
+// keys are a contract: other packages and users' files depend on them.
+type Config struct {
+	Workspace Workspace        `toml:"workspace" yaml:"workspace" json:"workspace"`
+	Commands  Commands         `toml:"commands" yaml:"commands" json:"commands"`
+	Security  Security         `toml:"security" yaml:"security" json:"security"`
+	Hooks     Hooks            `toml:"hooks" yaml:"hooks" json:"hooks"`
+	Sandbox   *Sandbox         `toml:"sandbox" yaml:"sandbox" json:"sandbox,omitempty"`
+	LLM       LLM              `toml:"llm" yaml:"llm" json:"llm"`
+	MCP       MCP              `toml:"mcp" yaml:"mcp" json:"mcp"`
+	Agents    map[string]Agent `toml:"agents" yaml:"agents" json:"agents,omitempty"`
+}
+
+// Workspace is the [workspace] section.
+type Workspace struct {
+	// Root is the workspace directory; default the current directory.
+	Root        string `toml:"root" yaml:"root" json:"root"`
+	AllowDelete bool   `toml:"allow_delete" yaml:"allow_delete" json:"allow_delete"`
+}
+
+// Commands is the [commands] section (run_command).
+type Commands struct {
+	Enabled        bool `toml:"enabled" yaml:"enabled" json:"enabled"`
+	AllowedOnly    bool `toml:"allowed_only" yaml:"allowed_only" json:"allowed_only"`
+	DefaultTimeout int  `toml:"default_timeout" yaml:"default_timeout" json:"default_timeout"` // seconds, 1..600
+	// MaxTimeout caps the per-call timeout a model may ask for (seconds, 1..600).
+	MaxTimeout      int      `toml:"max_timeout" yaml:"max_timeout" json:"max_timeout"`
+	MaxOutputLines  int      `toml:"max_output_lines" yaml:"max_output_lines" json:"max_output_lines"` // 10..5000
+	BlockedPatterns []string `toml:"blocked_patterns" yaml:"blocked_patterns" json:"blocked_patterns"`
+	SafeCommands    []string `toml:"safe_commands" yaml:"safe_commands" json:"safe_commands"`
+	DevCommands     []string `toml:"dev_commands" yaml:"dev_commands" json:"dev_commands"`
+	EnvAllowlist    []string `toml:"env_allowlist" yaml:"env_allowlist" json:"env_allowlist"`
+}
+
+// Confirmation modes.
+const (
+	ModeYolo             = "yolo"
+	ModeConfirmSensitive = "confirm-sensitive"
+	ModeConfirmAll       = "confirm-all"
+)
+
+// Policies.
+const (
+	PolicyAllow      = "allow"
+	PolicyDeny       = "deny"
+	PolicySupervised = "supervised"
+)
+
+// Security is the [security] section.
+type Security struct {
+	ConfirmMode string              `toml:"confirm_mode" yaml:"confirm_mode" json:"confirm_mode"`
+	Mask        []string            `toml:"mask" yaml:"mask" json:"mask"`
+	Protected   []string            `toml:"protected" yaml:"protected" json:"protected"`
+	ToolPolicy  ToolPolicy          `toml:"tool_policy" yaml:"tool_policy" json:"tool_policy"`
+	ToolGroups  map[string][]string `toml:"tool_groups" yaml:"tool_groups" json:"tool_groups,omitempty"`
+	Approval    Approval            `toml:"approval" yaml:"approval" json:"approval"`
+	HTTP        HTTP                `toml:"http" yaml:"http" json:"http"`
+}
+
+// ToolPolicy is [security.tool_policy]: allow | deny | supervised.
+type ToolPolicy struct {
+	Default string            `toml:"default" yaml:"default" json:"default,omitempty"`
+	Tools   map[string]string `toml:"tools" yaml:"tools" json:"tools,omitempty"`
+	Groups  map[string]string `toml:"groups" yaml:"groups" json:"groups,omitempty"`
+}
+
+// Approval is [security.approval].
+type Approval struct {
+	TimeoutSecs    int           `toml:"timeout_secs" yaml:"timeout_secs" json:"timeout_secs"`
+	OnTimeout      string        `toml:"on_timeout" yaml:"on_timeout" json:"on_timeout"` // deny | allow
+	NotifyChannel  string        `toml:"notify_channel" yaml:"notify_channel" json:"notify_channel,omitempty"`
+	NotifyChannels []string      `toml:"notify_channels" yaml:"notify_channels" json:"notify_channels,omitempty"`
+	SupervisorID   string        `toml:"supervisor_id" yaml:"supervisor_id" json:"supervisor_id,omitempty"`
+	Supervisors    []Supervisor  `toml:"supervisors" yaml:"supervisors" json:"supervisors,omitempty"`
+	Webhook        Webhook       `toml:"webhook" yaml:"webhook" json:"webhook"`
+	AutoApprove    []AutoApprove `toml:"auto_approve" yaml:"auto_approve" json:"auto_approve,omitempty"`
+}
+
+// Supervisor may decide approval requests; its token comes from TokenEnv.
+type Supervisor struct {
+	ID       string `toml:"id" yaml:"id" json:"id"`
+	TokenEnv string `toml:"token_env" yaml:"token_env" json:"token_env"`
+}
+
+// Webhook is the webhook approval channel.
+type Webhook struct {
+	URL       string `toml:"url" yaml:"url" json:"url,omitempty"`
+	SecretEnv string `toml:"secret_env" yaml:"secret_env" json:"secret_env,omitempty"`
+}
+
+// AutoApprove is one [[security.approval.auto_approve]] rule (RE2 patterns).
+type AutoApprove struct {
+	Tool           string `toml:"tool" yaml:"tool" json:"tool"`
+	CommandPattern string `toml:"command_pattern" yaml:"command_pattern" json:"command_pattern,omitempty"`
+	PathPattern    string `toml:"path_pattern" yaml:"path_pattern" json:"path_pattern,omitempty"`
+	URLPattern     string `toml:"url_pattern" yaml:"url_pattern" json:"url_pattern,omitempty"`
+	ArgsPattern    string `toml:"args_pattern" yaml:"args_pattern" json:"args_pattern,omitempty"`
+	// Line is where the rule was written, for error messages.
+	Line int `toml:"-" yaml:"-" json:"-"`
+}
+
+// HTTP is [security.http], for http_request.
+type HTTP struct {
+	// AllowHosts lists host names, IPs or CIDRs that may be reached even
+	// though they are loopback, private, link-local or metadata addresses.
+	AllowHosts   []string `toml:"allow_hosts" yaml:"allow_hosts" json:"allow_hosts"`
+	TimeoutSecs  int      `toml:"timeout_secs" yaml:"timeout_secs" json:"timeout_secs"`       // 1..300
+	MaxBodyBytes int64    `toml:"max_body_bytes" yaml:"max_body_bytes" json:"max_body_bytes"` // response cap
+}
+
+// Hooks is the [hooks] section.
+type Hooks struct {
+	PostEdit []Hook `toml:"post_edit" yaml:"post_edit" json:"post_edit,omitempty"`
+}
+
+// Hook is one [[hooks.post_edit]] command.
+type Hook struct {
+	Name         string   `toml:"name" yaml:"name" json:"name"`
+	Command      string   `toml:"command" yaml:"command" json:"command"`
+	FilePatterns []string `toml:"file_patterns" yaml:"file_patterns" json:"file_patterns"`
+	Timeout      int      `toml:"timeout" yaml:"timeout" json:"timeout"` // seconds, 1..300, default 15
+}
+
+// Sandbox is the [sandbox] section; nil when absent.
+type Sandbox struct {
+	Enabled     bool     `toml:"enabled" yaml:"enabled" json:"enabled"`
+	Backend     string   `toml:"backend" yaml:"backend" json:"backend"` // local | docker | ssh | modal
+	RWPaths     []string `toml:"rw_paths" yaml:"rw_paths" json:"rw_paths"`
+	ROPaths     []string `toml:"ro_paths" yaml:"ro_paths" json:"ro_paths"`
+	Mask        []string `toml:"mask" yaml:"mask" json:"mask"`
+	NoGPU       bool     `toml:"no_gpu" yaml:"no_gpu" json:"no_gpu"`
+	Lockdown    bool     `toml:"lockdown" yaml:"lockdown" json:"lockdown"`
+	Network     bool     `toml:"network" yaml:"network" json:"network"`
+	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
+	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
+	// Invalid is set when the [sandbox] section could not be used as written:
+	// the sandbox then runs in lockdown (fail closed), never unsandboxed.
+	Invalid string `toml:"-" yaml:"-" json:"invalid,omitempty"`
+}
+
+// LLM is the [llm] section.
+type LLM struct {
+	BaseURL   string           `toml:"base_url" yaml:"base_url" json:"base_url,omitempty"`
+	Model     string           `toml:"model" yaml:"model" json:"model,omitempty"`
+	APIKeyEnv string           `toml:"api_key_env" yaml:"api_key_env" json:"api_key_env,omitempty"`
+	Timeout   int              `toml:"timeout" yaml:"timeout" json:"timeout"`
+	Retries   int              `toml:"retries" yaml:"retries" json:"retries"`
+	Prices    map[string]Price `toml:"prices" yaml:"prices" json:"prices,omitempty"`
+}
+
+// Price is USD per million tokens.
+type Price struct {
+	Input  float64 `toml:"input" yaml:"input" json:"input"`
+	Output float64 `toml:"output" yaml:"output" json:"output"`
+}
+
+// MCP is the [mcp] section.
+type MCP struct {
+	Servers []MCPServer `toml:"servers" yaml:"servers" json:"servers,omitempty"`
+}
+
+// MCPServer is one [[mcp.servers]] entry: url for HTTP, command for stdio.
+type MCPServer struct {
+	Name     string   `toml:"name" yaml:"name" json:"name"`
+	URL      string   `toml:"url" yaml:"url" json:"url,omitempty"`
+	Token    string   `toml:"token" yaml:"token" json:"-"`
+	TokenEnv string   `toml:"token_env" yaml:"token_env" json:"token_env,omitempty"`
+	Timeout  int      `toml:"timeout" yaml:"timeout" json:"timeout"`
+	Command  string   `toml:"command" yaml:"command" json:"command,omitempty"`
+	Args     []string `toml:"args" yaml:"args" json:"args,omitempty"`
+}
+
+// Agent is one [agents.NAME] section.
+type Agent struct {
+	AllowedTools []string `toml:"allowed_tools" yaml:"allowed_tools" json:"allowed_tools"`
+	ConfirmMode  string   `toml:"confirm_mode" yaml:"confirm_mode" json:"confirm_mode,omitempty"`
+	MaxSteps     int      `toml:"max_steps" yaml:"max_steps" json:"max_steps,omitempty"`
+}
+
+// Default returns the built-in defaults.
+func Default() *Config {
+	return &Config{
+		Commands: Commands{
+			Enabled:        true,
+			DefaultTimeout: 30,
+			MaxTimeout:     600,
+			MaxOutputLines: 200,
+		},
+		Security: Security{
+			ConfirmMode: ModeConfirmSensitive,
+			Approval:    Approval{TimeoutSecs: 300, OnTimeout: PolicyDeny},
+			HTTP:        HTTP{TimeoutSecs: 30, MaxBodyBytes: 1 << 20},
+		},
+		LLM: LLM{Timeout: 120, Retries: 2},
+	}
+}
