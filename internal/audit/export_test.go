@@ -1,0 +1,8 @@
+package audit
+
+import "sync"
+
+func syncOnceReset() sync.Once {
+	envSecrets = nil
+	return sync.Once{}
+}
