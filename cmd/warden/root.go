@@ -19,14 +19,13 @@ const (
 
 // globalFlags are the flags every subcommand understands.
 type globalFlags struct {
-	workspace  string
-	config     string
-	mode       string
-	json       bool
-	logFile    string
-	dryRun     bool
-	agent      string
-	noCommands bool
+	workspace string
+	config    string
+	mode      string
+	json      bool
+	logFile   string
+	dryRun    bool
+	agent     string
 }
 
 // exitError carries an exit code out of a cobra command.

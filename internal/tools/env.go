@@ -8,7 +8,11 @@ import (
 // Env is what a tool may use: the confined file system, the configuration
 // and a command runner. Nothing else of the machine is reachable from a tool.
 type Env struct {
-	FS     workspace.FS
+	FS workspace.FS
+	// Root is the workspace on the host. Tools use it only to check names
+	// (masks, protected paths) before a call runs; every access goes
+	// through FS, which may be the jailed worker.
+	Root   *workspace.Root
 	Config *config.Config
 	// Session and Agent identify the caller, for audit and approvals.
 	Session string

@@ -50,9 +50,25 @@ type Tool struct {
 	Schema *jsonschema.Schema
 	// Run performs the call. An error is the tool's failure, written for the model.
 	Run func(ctx context.Context, env *Env, args json.RawMessage) (string, error)
+	// Guard applies the tool's own hard guards (delete protection, the
+	// command blocklist, confinement of the paths it names) before any policy
+	// or approval, so a call a guard refuses is never put to a person. It
+	// returns facts that policy and approvals read. nil: no extra guard.
+	Guard func(env *Env, args json.RawMessage) (Facts, error)
+	// Preview describes what the call would change (a unified diff for an
+	// edit), for a person deciding an approval. nil: none.
+	Preview func(ctx context.Context, env *Env, args json.RawMessage) (string, error)
 	// Edits reports the workspace-relative files a successful call changed,
 	// for post-edit hooks; nil for tools that edit nothing.
 	Edits func(args json.RawMessage) []string
+}
+
+// Facts are what a tool's guard learned about a call.
+type Facts struct {
+	// CommandClass is "safe", "dev" or "dangerous" for run_command.
+	CommandClass string
+	// Risk is a human summary of the call for approvals (a command's parse).
+	Risk string
 }
 
 // Registry holds the tools available to an engine, by name.

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/engine"
+	"github.com/wardenhq/warden/internal/tools"
+	"github.com/wardenhq/warden/internal/workspace"
+)
+
+// app is everything one CLI invocation needs to run tool calls.
+type app struct {
+	cfg     *config.Config
+	root    *workspace.Root
+	engine  *engine.Engine
+	log     *slog.Logger
+	closers []func() error
+}
+
+func (a *app) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		_ = a.closers[i]()
+	}
+}
+
+// setupOptions are the per-command choices that shape the engine.
+type setupOptions struct {
+	dryRun     bool
+	noCommands bool
+	agent      string
+	session    string
+}
+
+// newApp loads the configuration, opens the workspace and builds the engine.
+func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptions) (*app, error) {
+	a := &app{}
+	a.log = newLogger(stderr)
+	cfg, err := loadConfig(g, so)
+	if err != nil {
+		return nil, err
+	}
+	a.cfg = cfg
+	dir := g.workspace
+	if dir == "" {
+		dir = cfg.Workspace.Root
+	}
+	if dir == "" {
+		dir = "."
+	}
+	root, err := workspace.Open(dir, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected})
+	if err != nil {
+		return nil, err
+	}
+	a.root = root
+	a.closers = append(a.closers, root.Close)
+
+	var sinks audit.Multi
+	if g.logFile != "" {
+		f, err := audit.OpenFile(g.logFile)
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.closers = append(a.closers, f.Close)
+		sinks = append(sinks, f)
+	}
+	if so.session == "" {
+		so.session = newSessionID("cli")
+	}
+	env := &tools.Env{FS: root, Root: root, Config: cfg, Session: so.session, Agent: so.agent}
+	eng, err := engine.New(engine.Options{
+		Registry:  tools.Builtin(cfg),
+		Env:       env,
+		AgentName: so.agent,
+		Audit:     sinks,
+		DryRun:    so.dryRun,
+		Log:       a.log,
+	})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.engine = eng
+	return a, nil
+}
+
+// loadConfig returns the effective configuration for g.
+func loadConfig(g *globalFlags, so setupOptions) (*config.Config, error) {
+	cfg := config.Default()
+	if g.mode != "" {
+		switch g.mode {
+		case config.ModeYolo, config.ModeConfirmSensitive, config.ModeConfirmAll:
+			cfg.Security.ConfirmMode = g.mode
+		default:
+			return nil, usageErr("--mode %q: must be yolo, confirm-sensitive or confirm-all", g.mode)
+		}
+	}
+	if so.noCommands {
+		cfg.Commands.Enabled = false
+	}
+	return cfg, nil
+}
+
+func newSessionID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// stderrIsTerminal reports whether a person may be watching stderr.
+func stderrIsTerminal() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// newLogger writes human logs to stderr: warnings and errors, or more with
+// WARDEN_LOG=info|debug.
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	switch os.Getenv("WARDEN_LOG") {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}

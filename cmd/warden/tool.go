@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newToolCmd) }
+
+func newToolCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tool",
+		Short: "List warden's tools or call one through the whole engine",
+	}
+	cmd.AddCommand(newToolCallCmd(g), newToolListCmd(g))
+	return cmd
+}
+
+func newToolCallCmd(g *globalFlags) *cobra.Command {
+	var (
+		args string
+		so   setupOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "call NAME --args JSON",
+		Short: "Run one tool call through the engine; prints the ToolResult JSON",
+		Long: `Run one tool call through the whole engine: schema validation, hard
+guards, policy, approvals, execution and audit. Prints the ToolResult as
+JSON on stdout. Exit status: 0 success, 1 the tool failed or was refused,
+2 usage error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			raw := json.RawMessage(strings.TrimSpace(args))
+			if len(raw) == 0 {
+				raw = json.RawMessage("{}")
+			}
+			if !json.Valid(raw) {
+				return usageErr("--args is not valid JSON: %s", args)
+			}
+			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), so)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			res := a.engine.Call(cmd.Context(), pos[0], raw)
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(res); err != nil {
+				return err
+			}
+			if !res.Success {
+				return silentExit(exitFailed)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&args, "args", "{}", "the tool's arguments as a JSON object")
+	f.BoolVar(&so.dryRun, "dry-run", false, "execute nothing; report what would run")
+	f.StringVar(&so.agent, "agent", "", "agent whose tool set applies: build, plan, review, resume or a configured one")
+	f.BoolVar(&so.noCommands, "no-commands", false, "do not register run_command")
+	return cmd
+}
+
+func newToolListCmd(g *globalFlags) *cobra.Command {
+	var so setupOptions
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the tools, with their schemas under --json",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), so)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			list := a.engine.Tools()
+			out := cmd.OutOrStdout()
+			if g.json {
+				type entry struct {
+					Name        string `json:"name"`
+					Description string `json:"description"`
+					Group       string `json:"group"`
+					Sensitive   bool   `json:"sensitive"`
+					Annotations any    `json:"annotations"`
+					InputSchema any    `json:"inputSchema"`
+				}
+				var es []entry
+				for _, t := range list {
+					es = append(es, entry{t.Name, t.Description, t.Group, t.Sensitive, t.Annotations, t.Schema})
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(es)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tGROUP\tSENSITIVE\tDESCRIPTION")
+			for _, t := range list {
+				desc, _, _ := strings.Cut(t.Description, ". ")
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", t.Name, t.Group, t.Sensitive, desc)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&so.agent, "agent", "", "show the tools of this agent")
+	cmd.Flags().BoolVar(&so.noCommands, "no-commands", false, "do not register run_command")
+	return cmd
+}
