@@ -24,8 +24,6 @@ type globalFlags struct {
 	mode      string
 	json      bool
 	logFile   string
-	dryRun    bool
-	agent     string
 }
 
 // exitError carries an exit code out of a cobra command.

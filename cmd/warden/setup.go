@@ -114,12 +114,6 @@ func newSessionID(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-// stderrIsTerminal reports whether a person may be watching stderr.
-func stderrIsTerminal() bool {
-	fi, err := os.Stderr.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // newLogger writes human logs to stderr: warnings and errors, or more with
 // WARDEN_LOG=info|debug.
 func newLogger(w io.Writer) *slog.Logger {

@@ -219,7 +219,7 @@ func (e *Engine) ask(ctx context.Context, t *tools.Tool, args json.RawMessage, f
 
 // noChannel is seed 000's NoTTY rule: fail safe, and say the ways out.
 func noChannel(tool string, d policy.Decision) error {
-	return fmt.Errorf("Confirmation is required to run '%s' (%s), but no approval channel can reach a person (no terminal, no running 'warden serve'). "+
+	return fmt.Errorf("confirmation is required to run '%s' (%s), but no approval channel can reach a person (no terminal, no running 'warden serve'). "+
 		"Nothing was executed. Ways out: 1) run with --mode yolo, 2) run with --dry-run, "+
 		"3) set security.tool_policy.tools.%s = \"allow\" in the user config, 4) add a matching [[security.approval.auto_approve]] rule", tool, d.Reason, tool)
 }
