@@ -4,58 +4,61 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io/fs"
-	"os"
-	"sort"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// atomicWrite writes data to a temporary file in d and renames it onto name,
-// so a reader sees the old contents or the new ones, never half of them, and
-// a crash leaves at most a stray temporary file, never a torn one.
-func atomicWrite(d *os.Root, name string, data []byte, perm fs.FileMode) error {
+// atomicWrite writes data to a new temporary file in the directory dirfd
+// and renames it onto name, so a reader sees the old contents or the new
+// ones, never half of them, and a crash leaves at most a stray temporary
+// file, never a torn one. The temporary file is created with O_EXCL and
+// O_NOFOLLOW, so no existing file or link is ever opened for writing.
+// A new file gets perm less the umask; with keep, exactly perm.
+func atomicWrite(dirfd int, name string, data []byte, perm fs.FileMode, keep bool) (err error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	tmp := ".warden-tmp-" + hex.EncodeToString(b[:]) + "-" + name
-	if len(tmp) > 255 {
-		tmp = tmp[:255]
-	}
-	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	tmp := ".warden-" + hex.EncodeToString(b[:]) + ".tmp"
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm))
 	if err != nil {
 		return err
 	}
-	ok := false
 	defer func() {
-		if !ok {
-			f.Close()
-			d.Remove(tmp)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if err != nil {
+			unix.Unlinkat(dirfd, tmp, 0)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	for rest := data; len(rest) > 0; {
+		n, err := unix.Write(fd, rest)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	if keep {
+		if err := unix.Fchmod(fd, uint32(perm)); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fsync(fd); err != nil {
 		return err
 	}
-	if err := f.Chmod(perm); err != nil {
+	err, fd = unix.Close(fd), -1
+	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := unix.Renameat(dirfd, tmp, dirfd, name); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	// Make the rename itself durable.
+	if dfd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		unix.Fsync(dfd)
+		unix.Close(dfd)
 	}
-	if err := d.Rename(tmp, name); err != nil {
-		return err
-	}
-	ok = true
 	return nil
-}
-
-func linkCount(st fs.FileInfo) uint64 {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return uint64(s.Nlink)
-	}
-	return 1
-}
-
-func sortEntries(ents []fs.DirEntry) {
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 }

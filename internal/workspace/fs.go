@@ -10,7 +10,8 @@ import (
 // itself uses a *Root inside the jail. Names are workspace-relative and
 // slash-separated; every method refuses escapes, masked paths and (for
 // writes) protected paths with a *PathError wrapping ErrEscapes, ErrMasked,
-// ErrProtected or ErrInvalid.
+// ErrProtected or ErrInvalid; other failures are *PathError values
+// wrapping the system's error, so errors.Is(err, fs.ErrNotExist) works.
 type FS interface {
 	// ReadFile returns the contents of the regular file name. A file larger
 	// than limit bytes (when limit > 0) is an error wrapping ErrTooLarge.
@@ -19,6 +20,9 @@ type FS interface {
 	Open(name string) (io.ReadCloser, error)
 	// Stat follows symbolic links that stay inside the workspace.
 	Stat(name string) (fs.FileInfo, error)
+	// Lstat is Stat without following a symbolic link in the last
+	// component.
+	Lstat(name string) (fs.FileInfo, error)
 	// ReadDir lists a directory; masked entries are left out.
 	ReadDir(name string) ([]fs.DirEntry, error)
 	// WriteFile replaces name atomically (temporary file in the same
@@ -29,7 +33,15 @@ type FS interface {
 	Remove(name string) error
 	// MkdirAll creates name and any missing parents.
 	MkdirAll(name string, perm fs.FileMode) error
+	// Rename moves oldname to newname, replacing a file there. Both names,
+	// and for a directory everything below it, must be free of masks and
+	// protected paths.
+	Rename(oldname, newname string) error
+	// DirPath returns a host path to directory name for use as a command's
+	// working directory (see the package documentation for its race).
+	DirPath(name string) (string, error)
 	// Walk walks the tree under name in lexical order without following
-	// symbolic links; masked entries are never visited.
+	// symbolic links (except one naming the start); masked entries are
+	// never visited.
 	Walk(name string, fn fs.WalkDirFunc) error
 }

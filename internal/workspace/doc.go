@@ -1,0 +1,106 @@
+// Package workspace confines every file access of every warden tool to one
+// directory, the workspace, and hides or freezes the paths inside it that a
+// person marked as secret (masked) or read-only (protected).
+//
+// # How a path is resolved
+//
+// A name is first cleaned: NUL bytes are refused (ErrInvalid), absolute
+// names and names whose ".." climb above the workspace are refused
+// (ErrEscapes), and the masks — and, for a change, the protected paths —
+// are applied to the cleaned name. This already refuses a masked file that
+// does not exist yet, so a tool cannot create .env and then read it.
+//
+// The file is then opened with one openat2(2) call relative to a handle on
+// the workspace, with RESOLVE_BENEATH and RESOLVE_NO_MAGICLINKS: the kernel
+// walks the path and refuses, in the same walk that opens the file, any
+// step that would leave the workspace — "..", an absolute symbolic link, a
+// link that climbs out, chains of them, whether their target exists or
+// not. There is no check-then-open sequence a swapped link could race.
+//
+// When the path went through a symbolic link, the real location of the
+// opened file is read from /proc/self/fd and the masks are applied to it,
+// so a link inside the workspace does not reach a masked file either. The
+// location is read before the link count, and a file with no link left is
+// refused, so a file unlinked between the open and the check cannot pass as
+// an unmasked one. Directory masks cover everything below them (.ssh hides
+// .ssh/config), matching is case-insensitive (.ENV, Id_Rsa.PEM and
+// .SSH/config are masked), and masked entries are left out of listings and
+// walks, whose masked directories are never opened.
+//
+// # Writes
+//
+// A write opens the parent directory as above, making missing directories
+// one at a time (each checked against the masks and protected paths before
+// it is made), applies the guards to the entry's real path, and then
+// writes a new temporary file (O_CREAT|O_EXCL|O_NOFOLLOW) in that
+// directory, syncs it and renames it over the name. A reader, or a process
+// killed mid-write, sees the old content or the new, never half.
+//
+// A write never goes through a symbolic link: when the last component of
+// the name is a link, WriteFile refuses with ErrSymlink and, when the
+// target is an unmasked, unprotected workspace path, names that path so the
+// caller can write there instead. A link in a parent directory is followed
+// if it stays inside, and the guards apply to where it leads (a write to
+// hooks/pre-commit, where hooks -> .git/hooks, is refused as protected).
+// If a link is swapped in at the last moment, the rename replaces the link
+// itself, so the link's target is still not written. Remove and Rename act
+// on a link itself, never on its target. Rename of a directory is refused
+// when anything below it, under its old path or its new one, is masked or
+// protected (checked by a walk just before the rename).
+//
+// # Hard links
+//
+// A hard link is another name for the same file, possibly made outside the
+// workspace, and no path check can tell it from an ordinary file. What is
+// covered: ReadFile and Open refuse a regular file with more than one link
+// (ErrHardLink), so a link to a secret elsewhere cannot be read; writes
+// replace the directory entry (temporary file, rename) and so never change
+// the content seen through another link. What is not covered: Stat, Lstat,
+// ReadDir and Walk report such files (their size and times are those of the
+// shared file), and Remove and Rename act on the entry as on any file.
+//
+// # What is not covered
+//
+// Like os.Root, the package does not prevent crossing file system
+// boundaries: a bind mount inside the workspace is followed, and what it
+// exposes is inside the workspace as far as this package can see. Device
+// files, FIFOs and sockets inside the workspace are listed and statted; a
+// read opens them with O_NONBLOCK|O_NOCTTY and then refuses them
+// (ErrNotRegular), but the open itself reaches the driver. /proc-style
+// magic links are refused (RESOLVE_NO_MAGICLINKS), but a procfs mounted
+// inside the workspace is otherwise just files. Masks match names, not
+// contents: a copy of a secret under an unmasked name is readable.
+//
+// Masks are case-insensitive everywhere; on a case-insensitive file system
+// (or a case-folding directory) the kernel may also open FOO for foo, and
+// since both spellings are checked against the lowercased patterns the
+// mask still holds. Unicode normalisation (NFC vs NFD) is not folded.
+//
+// Checks against concurrent changes are linearisable, not time-travelling:
+// a file that is renamed onto a masked name after it was opened was read
+// under its earlier, unmasked name. Walk and ReadDir decide masks by each
+// directory's path when it was opened; a directory moved under a masked
+// path during a walk is still listed under its old name. Rename's walk of a
+// directory races with files added below it at the same moment. These races
+// need a second writer in the workspace at the same time (a command the
+// agent runs); the sandbox closes them by mounting masked paths away and
+// protected paths read-only.
+//
+// DirPath returns the directory's real host path, checked, for a command to
+// use as its working directory. The command changes into it by path, later,
+// in another process: if a parent of that path is replaced by a link in
+// between, the command starts elsewhere. The path has no links in it when
+// returned, which narrows the window to a deliberate swap; run commands in
+// the sandbox, whose mount namespace contains only the workspace, to close
+// it.
+//
+// The package needs Linux 5.6 or later (openat2) and /proc mounted; Open
+// fails otherwise, rather than falling back to weaker checks.
+//
+// # Non-goals
+//
+// The package confines file access made through it. It does not confine
+// commands (the sandbox does), does not decide which tools may run (the
+// policy does), and does not guard against a person who can write the
+// workspace outside warden.
+package workspace
