@@ -1,0 +1,34 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("u", false, "rewrite testscript files with the actual output")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"warden": func() { os.Exit(run(os.Args[1:])) },
+	})
+}
+
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// A user config home of the script's own, so the machine's
+			// configuration never leaks into a test.
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.state")
+			env.Setenv("HOME", env.WorkDir+"/home")
+			return nil
+		},
+	})
+}
