@@ -11,6 +11,9 @@ type Config struct {
 	LLM       LLM              `toml:"llm" yaml:"llm" json:"llm"`
 	MCP       MCP              `toml:"mcp" yaml:"mcp" json:"mcp"`
 	Agents    map[string]Agent `toml:"agents" yaml:"agents" json:"agents,omitempty"`
+
+	// DryRun is set by --dry-run only: nothing is executed.
+	DryRun bool `toml:"-" yaml:"-" json:"dry_run,omitempty"`
 }
 
 // Workspace is the [workspace] section.
