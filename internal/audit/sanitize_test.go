@@ -91,3 +91,26 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+func TestExcerpt(t *testing.T) {
+	t.Parallel()
+	key := "sk-proj-" + strings.Repeat("Q", 40)
+	cases := []struct {
+		in, want string
+	}{
+		{"short", "short"},
+		{strings.Repeat("a", 10) + "bcd", strings.Repeat("a", 10) + "... (13 chars total)"},
+		// A secret straddling the cut is still redacted, not half-kept.
+		{"aaaa " + key, "aaaa [REDA... (53 chars total)"},
+		{strings.Repeat("é", 12), strings.Repeat("é", 10) + "... (12 chars total)"},
+	}
+	for _, c := range cases {
+		if got := Excerpt(c.in, 10); got != c.want {
+			t.Errorf("Excerpt(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	big := strings.Repeat("x ", 4<<20) + key
+	if got := Excerpt(big, 200); strings.Contains(got, "QQQQ") || !strings.HasSuffix(got, "(8388656 chars total)") {
+		t.Errorf("big excerpt = %q", got[len(got)-60:])
+	}
+}

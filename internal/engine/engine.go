@@ -183,7 +183,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 			c.rec.Decision = "auto-approved"
 		}
 		res := e.execute(ctx, c, t, canonArgs)
-		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Truncate(audit.Redact(res.Output+res.Error), 500)); err != nil {
+		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Excerpt(res.Output+res.Error, 500)); err != nil {
 			e.opts.Log.Warn("recording an approved call's result failed", "request", out.ID, "err", err)
 		}
 		return res
@@ -253,8 +253,8 @@ func (e *Engine) finish(ctx context.Context, c *call, res tools.Result) {
 	c.rec.Time = c.start.UTC()
 	c.rec.Duration = float64(e.now().Sub(c.start).Microseconds()) / 1000
 	c.rec.Success = res.Success
-	c.rec.Error = audit.Truncate(audit.Redact(res.Error), audit.DefaultMaxLen)
-	c.rec.Result = audit.Truncate(audit.Redact(res.Output), audit.DefaultMaxLen)
+	c.rec.Error = audit.Excerpt(res.Error, audit.DefaultMaxLen)
+	c.rec.Result = audit.Excerpt(res.Output, audit.DefaultMaxLen)
 	if e.opts.Audit != nil {
 		if err := e.opts.Audit.Write(context.WithoutCancel(ctx), &c.rec); err != nil {
 			e.opts.Log.Error("audit write failed", "err", err)
