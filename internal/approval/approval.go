@@ -28,6 +28,11 @@ type Outcome struct {
 	By       string // supervisor id, "auto:<rule>" or "timeout"
 	Reason   string
 	State    string // APPROVED, DENIED, TIMED_OUT, CANCELLED
+	// Args are the stored, approved arguments (canonical JSON): when
+	// Approved, the caller runs Tool with exactly these, not with what it
+	// asked with. ArgsHash is their SHA-256, bound to the request.
+	Args     json.RawMessage
+	ArgsHash string
 }
 
 // ErrNoChannel means no channel can reach a person to decide a request.

@@ -1,0 +1,430 @@
+package approval
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// Defaults of the broker.
+const (
+	DefaultTimeout = 300 * time.Second
+	// DefaultPoll is how often a waiting request re-reads the store, so a
+	// decision made by another process is seen within about this long.
+	DefaultPoll = 50 * time.Millisecond
+	// TerminalSupervisor is decided_by for answers at this process's prompt:
+	// the person at the terminal that started warden.
+	TerminalSupervisor = "terminal"
+)
+
+// ErrAborted means the person at the prompt chose to stop the whole run.
+var ErrAborted = errors.New("aborted at the approval prompt")
+
+// ErrNotSupervisor means someone not configured as a supervisor tried to decide.
+var ErrNotSupervisor = errors.New("not a configured supervisor")
+
+// Options configure a Broker. Store is required; the zero value of every
+// other field is the safe default.
+type Options struct {
+	Store store.Store
+	// Timeout is how long a request waits; default DefaultTimeout.
+	Timeout time.Duration
+	// OnTimeout is config.PolicyDeny (default) or config.PolicyAllow.
+	OnTimeout string
+	// Supervisors are the ids allowed to decide through Decide.
+	Supervisors []string
+	// Auto holds the auto-approve rules; nil for none.
+	Auto *AutoApprover
+	// Channels are told about each new request (webhook, …).
+	Channels []Channel
+	// Prompt asks at this process's terminal; nil when there is none.
+	Prompt Prompter
+	// Remote says a supervisor can decide from elsewhere (another
+	// terminal's `warden approvals`, the API of `warden serve`), so a
+	// request waits even without a prompt. Without Prompt and Remote,
+	// Ask fails safe with ErrNoChannel.
+	Remote bool
+	// Audit mirrors the audit rows this broker writes (the JSON-lines
+	// file); the store's hash chain always gets them.
+	Audit audit.Sink
+	// Logger gets human notes (request pending, decided); default discards.
+	Logger *slog.Logger
+	// Poll is how often a waiting request re-reads the store; default DefaultPoll.
+	Poll time.Duration
+}
+
+// Broker is the Approver on a shared Store.
+type Broker struct {
+	o     Options
+	owner store.Owner
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{}
+}
+
+var _ Approver = (*Broker)(nil)
+
+// New returns a broker on o.Store and cancels the requests that processes
+// which died left behind (SweepOrphans).
+func New(ctx context.Context, o Options) (*Broker, error) {
+	if o.Store == nil {
+		return nil, errors.New("approval broker needs a store")
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	switch o.OnTimeout {
+	case "":
+		o.OnTimeout = config.PolicyDeny
+	case config.PolicyDeny, config.PolicyAllow:
+	default:
+		return nil, fmt.Errorf("on_timeout %q: want deny or allow", o.OnTimeout)
+	}
+	if o.Poll <= 0 {
+		o.Poll = DefaultPoll
+	}
+	b := &Broker{o: o, owner: store.CurrentOwner(), log: o.Logger, waiters: map[string]chan struct{}{}}
+	if b.log == nil {
+		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	swept, err := o.Store.SweepOrphans(ctx, store.Alive)
+	for _, a := range swept {
+		b.log.Warn("cancelled an approval request left by a process that exited", "id", a.ID, "tool", a.Tool, "pid", a.Owner.PID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to cancel orphaned approval requests: %w", err)
+	}
+	return b, nil
+}
+
+// NoChannelError is the fail-safe refusal when no person can be asked.
+type NoChannelError struct {
+	Tool string
+	Rule string
+}
+
+func (e *NoChannelError) Error() string {
+	rule := ""
+	if e.Rule != "" {
+		rule = " (" + e.Rule + ")"
+	}
+	return fmt.Sprintf("calling %s needs a supervisor's approval%s, but no channel can reach one: "+
+		"stdin and stderr are not a terminal, and no supervisor can decide from elsewhere. Ways out: "+
+		"1) configure [[security.approval.supervisors]] and notify_channel = \"api\" (or a webhook), then decide with "+
+		"`warden approvals approve ID` from another terminal, or through `warden serve`, while this process waits; "+
+		"2) --mode yolo; 3) --dry-run; 4) an [[security.approval.auto_approve]] rule matching this call; "+
+		"5) security.tool_policy.tools.%s = \"allow\"", e.Tool, rule, e.Tool)
+}
+
+// Unwrap makes errors.Is(err, ErrNoChannel) true.
+func (e *NoChannelError) Unwrap() error { return ErrNoChannel }
+
+// NewID returns an unguessable request id: 128 random bits in hex.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // rand.Read does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Ask implements Approver.
+func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
+	args, err := Canonical(req.Args)
+	if err != nil {
+		return Outcome{State: string(store.Denied)}, fmt.Errorf("failed to ask approval for %s: %w", req.Tool, err)
+	}
+	tool, _ := config.NormalizeTool(req.Tool)
+	now := time.Now()
+	a := &store.Approval{
+		ID: NewID(), Tool: tool, Args: args, ArgsHash: BindingHash(tool, args, req.Workspace, req.Session),
+		Workspace: req.Workspace, Session: req.Session, Agent: req.Agent, Rule: req.Rule, Risk: req.Risk,
+		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(b.o.Timeout), Owner: b.owner,
+	}
+	if rule, ok := b.o.Auto.Match(tool, args); ok {
+		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = store.Approved, "auto-approved", "auto:"+rule.Name, now, true
+		rec := b.record(a, "approval", "auto-approved")
+		if err := b.o.Store.Create(ctx, a, rec); err != nil {
+			return Outcome{State: string(store.Denied)}, fmt.Errorf("failed to record the auto-approval of %s: %w", tool, err)
+		}
+		b.mirror(ctx, a.ID, rec)
+		return Outcome{ID: a.ID, Approved: true, Auto: true, By: a.DecidedBy, State: string(store.Approved), Args: args, ArgsHash: a.ArgsHash}, nil
+	}
+	if b.o.Prompt == nil && (!b.o.Remote || len(b.o.Supervisors) == 0) {
+		err := &NoChannelError{Tool: tool, Rule: req.Rule}
+		rec := b.record(a, "approval", "denied")
+		rec.Reason, rec.DecidedBy = "no approval channel", "no-channel"
+		rec.Error = err.Error()
+		if _, aerr := b.o.Store.AppendAudit(ctx, rec); aerr != nil {
+			return Outcome{State: string(store.Denied)}, errors.Join(err, aerr)
+		}
+		b.mirror(ctx, "", rec)
+		return Outcome{State: string(store.Denied), Reason: "no approval channel can reach a supervisor"}, err
+	}
+	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
+		return Outcome{State: string(store.Denied)}, fmt.Errorf("failed to store the approval request for %s: %w", tool, err)
+	}
+	b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
+	p := pendingOf(a)
+	for _, ch := range b.o.Channels {
+		if err := ch.Notify(ctx, p); err != nil {
+			b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+		}
+	}
+	b.log.Info("approval request pending", "id", a.ID, "tool", tool, "expires", a.ExpiresAt.Format(time.RFC3339),
+		"decide", "warden approvals approve "+a.ID+" | warden approvals deny "+a.ID+" --reason R")
+	return b.wait(ctx, a)
+}
+
+type promptResult struct {
+	ans Answer
+	err error
+}
+
+// wait blocks until the request leaves PENDING: a decision seen in the
+// store (polled, or woken by an in-process Decide), the prompt's answer,
+// the timeout, or ctx's end.
+func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
+	wake := b.subscribe(a.ID)
+	defer b.unsubscribe(a.ID)
+	timer := time.NewTimer(time.Until(a.ExpiresAt))
+	defer timer.Stop()
+	tick := time.NewTicker(b.o.Poll)
+	defer tick.Stop()
+
+	var promptCh chan promptResult
+	if b.o.Prompt != nil {
+		pctx, cancel := context.WithCancel(ctx)
+		promptCh = make(chan promptResult, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ans, err := b.o.Prompt.Prompt(pctx, pendingOf(a))
+			promptCh <- promptResult{ans, err}
+		}()
+		defer func() { cancel(); <-done }()
+	}
+	bg := context.WithoutCancel(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			out, err := b.end(bg, a, store.Transition{To: store.Cancelled, Decision: "cancelled", By: "caller", Reason: "the caller stopped waiting: " + ctx.Err().Error()})
+			if err == nil && out.State == string(store.Cancelled) {
+				return out, fmt.Errorf("approval request %s cancelled: %w", a.ID, ctx.Err())
+			}
+			return out, err
+		case <-timer.C:
+			t := store.Transition{To: store.TimedOut, Decision: "timed_out", By: "timeout", Reason: fmt.Sprintf("no decision within %s", b.o.Timeout)}
+			if b.o.OnTimeout == config.PolicyAllow {
+				t = store.Transition{To: store.Approved, Decision: "approved", By: "timeout", Reason: fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout)}
+			}
+			return b.end(bg, a, t)
+		case r := <-promptCh:
+			promptCh = nil
+			t := store.Transition{To: store.Denied, Decision: "denied", By: TerminalSupervisor}
+			switch {
+			case r.err != nil && ctx.Err() == nil:
+				t.Reason = "no answer at the terminal: " + r.err.Error()
+			case r.err != nil:
+				continue
+			case r.ans.Abort:
+				t.Reason = "aborted at the terminal"
+			case r.ans.Approve:
+				t = store.Transition{To: store.Approved, Decision: "approved", By: TerminalSupervisor, Reason: CleanReason(r.ans.Reason)}
+			default:
+				t.Reason = CleanReason(r.ans.Reason)
+				if t.Reason == "" {
+					t.Reason = "denied at the terminal"
+				}
+			}
+			_, err := b.o.Store.Decide(bg, a.ID, t, b.decisionRecord(a, t))
+			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExpired) {
+				return Outcome{ID: a.ID, State: string(store.Denied)}, err
+			}
+			out, err := b.settled(bg, a)
+			if err == nil && r.ans.Abort && out.State == string(store.Denied) {
+				return out, ErrAborted
+			}
+			if err == nil || !errors.Is(err, errStillPending) {
+				return out, err
+			}
+		case <-wake:
+			if out, err := b.settled(bg, a); !errors.Is(err, errStillPending) {
+				return out, err
+			}
+		case <-tick.C:
+			if out, err := b.settled(bg, a); !errors.Is(err, errStillPending) {
+				return out, err
+			}
+		}
+	}
+}
+
+var errStillPending = errors.New("still pending")
+
+// end resolves a PENDING request (timeout, cancel); if a decision won the
+// race, that decision stands.
+func (b *Broker) end(ctx context.Context, a *store.Approval, t store.Transition) (Outcome, error) {
+	_, err := b.o.Store.Resolve(ctx, a.ID, t, b.decisionRecord(a, t))
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return Outcome{ID: a.ID, State: string(store.Denied)}, fmt.Errorf("failed to end approval request %s: %w", a.ID, err)
+	}
+	return b.settled(ctx, a)
+}
+
+// settled reads the request and turns a final state into an Outcome. An
+// approval is claimed first, so it is handed out once, with the stored
+// arguments, which must still hash to what was asked.
+func (b *Broker) settled(ctx context.Context, asked *store.Approval) (Outcome, error) {
+	cur, err := b.o.Store.Get(ctx, asked.ID)
+	if err != nil {
+		return Outcome{ID: asked.ID, State: string(store.Denied)}, err
+	}
+	out := Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: string(cur.State)}
+	switch cur.State {
+	case store.Pending:
+		return out, errStillPending
+	case store.Approved:
+		claimed, err := b.o.Store.Claim(ctx, cur.ID)
+		if err != nil {
+			out.State = string(store.Denied)
+			return out, fmt.Errorf("approved request %s cannot be executed: %w", cur.ID, err)
+		}
+		if BindingHash(claimed.Tool, claimed.Args, claimed.Workspace, claimed.Session) != asked.ArgsHash || claimed.ArgsHash != asked.ArgsHash {
+			out.State = string(store.Denied)
+			return out, fmt.Errorf("approved request %s does not match what was asked: the stored request was altered; refusing to run it", cur.ID)
+		}
+		out.Approved, out.Args, out.ArgsHash = true, claimed.Args, claimed.ArgsHash
+	case store.Denied, store.TimedOut, store.Cancelled:
+	default:
+		out.State = string(store.Denied)
+		return out, fmt.Errorf("approval request %s is already %s", cur.ID, cur.State)
+	}
+	b.mirror(ctx, cur.ID, b.decisionRecord(cur, store.Transition{Decision: cur.Decision, By: cur.DecidedBy, Reason: cur.Reason}))
+	b.log.Info("approval request decided", "id", cur.ID, "state", cur.State, "by", cur.DecidedBy)
+	return out, nil
+}
+
+// Executed implements Approver.
+func (b *Broker) Executed(ctx context.Context, id string, success bool, result string) error {
+	cur, err := b.o.Store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	rec := b.record(cur, "approval_executed", "")
+	rec.Success, rec.Result, rec.DecidedBy = success, audit.Truncate(audit.Redact(result), audit.DefaultMaxLen), cur.DecidedBy
+	if _, err := b.o.Store.MarkExecuted(ctx, id, audit.Truncate(result, 4000), rec); err != nil {
+		return err
+	}
+	b.mirror(ctx, id, rec)
+	return nil
+}
+
+// Decide records a supervisor's decision on request id. It fails with
+// ErrNotSupervisor for an id not configured, and with the store's
+// ErrNotFound, ErrExpired or *ConflictError when the request cannot be
+// decided any more. A denial needs a reason; it reaches the agent.
+func (b *Broker) Decide(ctx context.Context, id, supervisor string, approve bool, reason string) (*store.Approval, error) {
+	if supervisor == "" || !slices.Contains(b.o.Supervisors, supervisor) {
+		return nil, fmt.Errorf("%q: %w (configured: %v)", supervisor, ErrNotSupervisor, b.o.Supervisors)
+	}
+	reason = CleanReason(reason)
+	t := store.Transition{To: store.Approved, Decision: "approved", By: supervisor, Reason: reason}
+	if !approve {
+		if reason == "" {
+			return nil, errors.New("a denial needs a reason: the agent is told why")
+		}
+		t = store.Transition{To: store.Denied, Decision: "denied", By: supervisor, Reason: reason}
+	}
+	cur, err := b.o.Store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a, err := b.o.Store.Decide(ctx, id, t, b.decisionRecord(cur, t))
+	if err != nil {
+		return nil, err
+	}
+	b.notify(id)
+	return a, nil
+}
+
+// AuditAuthFailure records a refused attempt to reach the approval API.
+func (b *Broker) AuditAuthFailure(ctx context.Context, status int, what string) {
+	rec := &audit.Record{Event: "auth_failure", Decision: "deny", Error: fmt.Sprintf("%d: %s", status, audit.Truncate(audit.Redact(what), audit.DefaultMaxLen))}
+	if _, err := b.o.Store.AppendAudit(ctx, rec); err != nil {
+		b.log.Warn("failed to audit an authentication failure", "err", err)
+	}
+	b.mirror(ctx, "", rec)
+}
+
+// Supervisors lists the ids that may decide.
+func (b *Broker) Supervisors() []string { return slices.Clone(b.o.Supervisors) }
+
+// Store is the store the broker works on.
+func (b *Broker) Store() store.Store { return b.o.Store }
+
+func (b *Broker) subscribe(id string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	b.waiters[id] = ch
+	return ch
+}
+
+func (b *Broker) unsubscribe(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.waiters, id)
+}
+
+func (b *Broker) notify(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ch, ok := b.waiters[id]; ok {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (b *Broker) record(a *store.Approval, event, decision string) *audit.Record {
+	return &audit.Record{
+		Event: event, Session: a.Session, Agent: a.Agent, Workspace: a.Workspace, Tool: a.Tool,
+		Args: audit.Sanitize(a.Args, audit.DefaultMaxLen), Decision: decision, Rule: a.Rule, RequestID: a.ID,
+		DecidedBy: a.DecidedBy, Success: decision == "approved" || decision == "auto-approved",
+	}
+}
+
+func (b *Broker) decisionRecord(a *store.Approval, t store.Transition) *audit.Record {
+	rec := b.record(a, "approval", t.Decision)
+	rec.DecidedBy, rec.Reason = t.By, t.Reason
+	return rec
+}
+
+// mirror writes rec to the extra audit sink, if any.
+func (b *Broker) mirror(ctx context.Context, id string, rec *audit.Record) {
+	if b.o.Audit == nil {
+		return
+	}
+	r := *rec
+	r.RequestID = id
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	if err := b.o.Audit.Write(ctx, &r); err != nil {
+		b.log.Warn("failed to write the audit mirror", "err", err)
+	}
+}

@@ -1,0 +1,51 @@
+package approval
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Canonical returns args as canonical JSON: object keys sorted, no
+// insignificant space, no HTML escaping, numbers as written. A duplicated
+// key keeps its last value, and that is what is stored, shown, approved and
+// run: there is one reading of the arguments from here on.
+func Canonical(args json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("arguments are not valid JSON: data after the value")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("failed to encode arguments: %w", err)
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
+}
+
+// BindingHash is the SHA-256 (hex) that binds a decision to exactly what
+// will run: the tool, its canonical arguments, the workspace and the
+// session, each length-prefixed.
+func BindingHash(tool string, canonicalArgs json.RawMessage, workspace, session string) string {
+	h := sha256.New()
+	for _, f := range []string{tool, string(canonicalArgs), workspace, session} {
+		h.Write([]byte(strconv.Itoa(len(f))))
+		h.Write([]byte{':'})
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,113 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// Pending is a request waiting for a decision, as channels show it.
+type Pending struct {
+	ID        string          `json:"request_id"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"arguments"`
+	ArgsHash  string          `json:"args_hash"`
+	Workspace string          `json:"workspace,omitempty"`
+	Session   string          `json:"session_id,omitempty"`
+	Agent     string          `json:"agent,omitempty"`
+	Rule      string          `json:"rule,omitempty"`
+	Risk      string          `json:"risk,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+func pendingOf(a *store.Approval) *Pending {
+	return &Pending{ID: a.ID, Tool: a.Tool, Args: a.Args, ArgsHash: a.ArgsHash, Workspace: a.Workspace,
+		Session: a.Session, Agent: a.Agent, Rule: a.Rule, Risk: a.Risk, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt}
+}
+
+// Channel tells a person that a request waits. Notify must return quickly
+// and never decides: a person decides through the store (CLI, API, prompt).
+type Channel interface {
+	Notify(ctx context.Context, p *Pending) error
+}
+
+// Answer is a person's reply at a prompt.
+type Answer struct {
+	Approve bool
+	Abort   bool // stop the whole run, not only this call
+	Reason  string
+}
+
+// Prompter asks the person in front of this process, and blocks until they
+// answer or ctx ends (another channel decided first). An error (EOF
+// included) denies.
+type Prompter interface {
+	Prompt(ctx context.Context, p *Pending) (Answer, error)
+}
+
+// Printable makes untrusted text safe to show on a terminal or in a log
+// line: control characters (escape sequences included), bidirectional
+// overrides and invalid UTF-8 are shown as escapes, and the text is cut to
+// max runes (0 for no limit).
+func Printable(s string, max int) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if max > 0 && n >= max {
+			b.WriteString("…")
+			break
+		}
+		n++
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\x`)
+			b.WriteString(hex2(s[i-1]))
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unicode.IsControl(r) || isBidi(r) || r == '\u2028' || r == '\u2029':
+			b.WriteString(`\u`)
+			b.WriteString(hex4(r))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isBidi(r rune) bool {
+	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069') || r == '\u200e' || r == '\u200f' || r == '\u061c'
+}
+
+const hexDigits = "0123456789abcdef"
+
+func hex2(c byte) string { return string([]byte{hexDigits[c>>4], hexDigits[c&15]}) }
+
+func hex4(r rune) string {
+	return string([]byte{hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15]})
+}
+
+// CleanReason makes a supervisor's reason safe to store, show and hand to
+// the agent: control characters become spaces, and it is cut to 500 runes.
+func CleanReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || isBidi(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) > 500 {
+		s = string([]rune(s)[:500]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,133 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// maxAnswerLine bounds one line typed at the prompt.
+const maxAnswerLine = 4096
+
+// Terminal is the prompt on this process's terminal. It reads answers from
+// in without blocking past ctx's end (it polls the descriptor), so a
+// decision made elsewhere ends the prompt cleanly.
+type Terminal struct {
+	in   *os.File
+	out  io.Writer
+	sem  chan struct{} // one prompt at a time
+	buf  []byte
+	poll time.Duration
+}
+
+// IsTerminal reports whether both in and out are terminals: the condition
+// for prompting at all.
+func IsTerminal(in, out *os.File) bool {
+	return term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd()))
+}
+
+// NewTerminal prompts on out (stderr) and reads answers from in (stdin).
+func NewTerminal(in *os.File, out io.Writer) *Terminal {
+	return &Terminal{in: in, out: out, sem: make(chan struct{}, 1), poll: 100 * time.Millisecond}
+}
+
+var _ Prompter = (*Terminal)(nil)
+
+// Prompt implements Prompter: y approves, n denies (with a reason asked
+// next, or typed after it: "n not now"), a aborts the run. EOF denies.
+func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
+	select {
+	case t.sem <- struct{}{}:
+		defer func() { <-t.sem }()
+	case <-ctx.Done():
+		return Answer{}, ctx.Err()
+	}
+	fmt.Fprintf(t.out, "\nwarden: approval needed [%s]\n", p.ID)
+	fmt.Fprintf(t.out, "  tool:    %s\n", Printable(p.Tool, 200))
+	if p.Rule != "" {
+		fmt.Fprintf(t.out, "  rule:    %s\n", Printable(p.Rule, 200))
+	}
+	fmt.Fprintf(t.out, "  args:    %s\n", Printable(string(p.Args), 2000))
+	if p.Risk != "" {
+		fmt.Fprintf(t.out, "  risk:    %s\n", strings.ReplaceAll(Printable(p.Risk, 4000), `\n`, "\n           "))
+	}
+	fmt.Fprintf(t.out, "  expires: %s (in %s)\n", p.ExpiresAt.Format(time.RFC3339), time.Until(p.ExpiresAt).Round(time.Second))
+	for range 5 {
+		fmt.Fprint(t.out, "Approve? [y]es / [n]o / [a]bort: ")
+		line, err := t.readLine(ctx)
+		if err != nil {
+			if errors.Is(err, ctx.Err()) {
+				fmt.Fprintln(t.out, "\nwarden: decided elsewhere")
+			}
+			return Answer{}, err
+		}
+		word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch strings.ToLower(word) {
+		case "y", "yes":
+			return Answer{Approve: true}, nil
+		case "a", "abort":
+			return Answer{Abort: true}, nil
+		case "n", "no":
+			if strings.TrimSpace(rest) == "" {
+				fmt.Fprint(t.out, "Reason (told to the agent): ")
+				if rest, err = t.readLine(ctx); err != nil {
+					return Answer{}, err
+				}
+			}
+			return Answer{Reason: strings.TrimSpace(rest)}, nil
+		}
+		fmt.Fprintln(t.out, "Please answer y, n or a.")
+	}
+	return Answer{Reason: "no valid answer at the terminal"}, nil
+}
+
+// readLine returns the next line from in, waiting in short polls so it can
+// give up when ctx ends. io.EOF when in is closed.
+func (t *Terminal) readLine(ctx context.Context) (string, error) {
+	for {
+		if i := bytes.IndexByte(t.buf, '\n'); i >= 0 {
+			line := string(t.buf[:i])
+			t.buf = t.buf[i+1:]
+			return line, nil
+		}
+		if len(t.buf) > maxAnswerLine {
+			t.buf = t.buf[:0]
+			return "", errors.New("answer line too long")
+		}
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		fds := []unix.PollFd{{Fd: int32(t.in.Fd()), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(t.poll.Milliseconds()))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return "", fmt.Errorf("failed to wait for an answer: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		var chunk [512]byte
+		m, err := unix.Read(int(t.in.Fd()), chunk[:])
+		switch {
+		case errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("failed to read an answer: %w", err)
+		case m == 0:
+			if len(t.buf) > 0 {
+				line := string(t.buf)
+				t.buf = t.buf[:0]
+				return line, nil
+			}
+			return "", io.EOF
+		}
+		t.buf = append(t.buf, chunk[:m]...)
+	}
+}
