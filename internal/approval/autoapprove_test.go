@@ -93,9 +93,11 @@ func TestAutoApproveJudge(t *testing.T) {
 	t.Parallel()
 	rules := []config.AutoApprove{{Tool: "run_command", CommandPattern: `.*`}}
 	for name, judge := range map[string]CommandJudge{
-		"blocked": func(string) (*CommandVerdict, error) { return &CommandVerdict{Blocked: true, Commands: []string{"ls"}}, nil },
-		"error":   func(string) (*CommandVerdict, error) { return nil, errors.New("too deep") },
-		"empty":   func(string) (*CommandVerdict, error) { return &CommandVerdict{}, nil },
+		"blocked": func(string) (*CommandVerdict, error) {
+			return &CommandVerdict{Blocked: true, Commands: []string{"ls"}}, nil
+		},
+		"error": func(string) (*CommandVerdict, error) { return nil, errors.New("too deep") },
+		"empty": func(string) (*CommandVerdict, error) { return &CommandVerdict{}, nil },
 	} {
 		aa, err := CompileAutoApprove(rules, judge)
 		if err != nil {

@@ -95,13 +95,13 @@ func TestTerminalPromptCancelled(t *testing.T) {
 func TestPrintable(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"ok":             "ok",
-		"a\x1b[31mb":     `a\u001b[31mb`,
-		"l1\nl2\tx":      `l1\nl2\tx`,
-		"\u202eabc":      `\u202eabc`,
-		"\xff":           `\xff`,
-		"\u0085next":     `\u0085next`,
-		"abcdef":         "abcdef",
+		"ok":            "ok",
+		"a\x1b[31mb":    `a\u001b[31mb`,
+		"l1\nl2\tx":     `l1\nl2\tx`,
+		"\u202eabc":     `\u202eabc`,
+		"\xff":          `\xff`,
+		"\u0085next":    `\u0085next`,
+		"abcdef":        "abcdef",
 		"ünïcødé stays": "ünïcødé stays",
 	} {
 		if got := Printable(in, 0); got != want {
