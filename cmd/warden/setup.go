@@ -42,7 +42,7 @@ type setupOptions struct {
 func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptions) (*app, error) {
 	a := &app{}
 	a.log = newLogger(stderr)
-	cfg, err := loadConfig(g, so)
+	cfg, err := loadConfig(g, so, a.log)
 	if err != nil {
 		return nil, err
 	}
@@ -91,21 +91,21 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 	return a, nil
 }
 
-// loadConfig returns the effective configuration for g.
-func loadConfig(g *globalFlags, so setupOptions) (*config.Config, error) {
-	cfg := config.Default()
-	if g.mode != "" {
-		switch g.mode {
-		case config.ModeYolo, config.ModeConfirmSensitive, config.ModeConfirmAll:
-			cfg.Security.ConfirmMode = g.mode
-		default:
-			return nil, usageErr("--mode %q: must be yolo, confirm-sensitive or confirm-all", g.mode)
-		}
+// loadConfig returns the effective configuration for g: defaults < user
+// config < --config file < workspace file (tighten only) < WARDEN_* < flags.
+func loadConfig(g *globalFlags, so setupOptions, log *slog.Logger) (*config.Config, error) {
+	ld, err := config.Load(config.LoadOptions{
+		WorkspaceDir: g.workspace,
+		ExtraFile:    g.config,
+		Flags:        config.Overrides{Mode: g.mode, NoCommands: so.noCommands, DryRun: so.dryRun},
+	})
+	if err != nil {
+		return nil, err
 	}
-	if so.noCommands {
-		cfg.Commands.Enabled = false
+	for _, w := range ld.Warnings {
+		log.Warn(w)
 	}
-	return cfg, nil
+	return ld.Config, nil
 }
 
 func newSessionID(prefix string) string {
