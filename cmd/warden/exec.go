@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
+)
+
+func init() { commands = append(commands, newExecCmd) }
+
+// newExecCmd is `warden exec -- CMD ARGS…`: one command in the workspace's
+// jail, exiting with its status. It starts a jail for the call.
+func newExecCmd(g *globalFlags) *cobra.Command {
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "exec [--workspace DIR] [--config FILE] -- CMD [ARGS...]",
+		Short: "Run one command in the workspace's sandbox jail; exit with its status",
+		Long: `Run one command in the workspace's sandbox jail and exit with its status.
+
+The workspace must have a [sandbox] section; warden never runs a command of a
+sandboxed workspace outside the jail, and refuses when the jail cannot be built.
+Output (stdout and stderr, interleaved) goes to stdout.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 0 {
+				return usageErr("put the command after --, as in: warden exec -- make test")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			opts, err := sandboxOptions(g, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if opts == nil {
+				return &hintErr{
+					err:  errors.New("this workspace has no [sandbox] section, so there is no jail to run in"),
+					hint: "add [sandbox] with enabled = true to the workspace's warden.toml, or run the command directly",
+				}
+			}
+			w, err := sandbox.Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer w.Close()
+			res, err := w.Runner().Run(ctx, command.Spec{Argv: args, Timeout: timeout})
+			if err != nil {
+				return fmt.Errorf("failed to run %s in the jail: %w", args[0], err)
+			}
+			fmt.Fprint(cmd.OutOrStdout(), res.Output)
+			if res.TimedOut {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warden: error: %s timed out after %v\n", args[0], timeout)
+			}
+			if res.ExitCode != 0 {
+				return silentExit(res.ExitCode)
+			}
+			return nil
+		},
+	}
+	c.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "kill the command after this long (at most 10m)")
+	return c
+}
+
+// hintErr is an error with a hint line.
+type hintErr struct {
+	err  error
+	hint string
+}
+
+func (e *hintErr) Error() string { return e.err.Error() }
+func (e *hintErr) Unwrap() error { return e.err }
+func (e *hintErr) Hint() string  { return e.hint }
+
+// sandboxOptions loads the configuration and returns the sandbox options of
+// the workspace, or nil when it has no [sandbox] section.
+func sandboxOptions(g *globalFlags, stderr io.Writer) (*sandbox.Options, error) {
+	ld, err := config.Load(config.LoadOptions{WorkspaceDir: g.workspace, ExtraFile: g.config})
+	if err != nil {
+		return nil, err
+	}
+	cfg := ld.Config
+	if !sandbox.Enabled(cfg.Sandbox) {
+		return nil, nil
+	}
+	dir := g.workspace
+	if dir == "" {
+		dir = cfg.Workspace.Root
+	}
+	if dir == "" {
+		dir = "."
+	}
+	if cfg.Sandbox.Invalid != "" {
+		fmt.Fprintf(stderr, "warden: error: the [sandbox] section is invalid (%s); running in lockdown: no network, read-only workspace\n", cfg.Sandbox.Invalid)
+	}
+	return &sandbox.Options{
+		Workspace:    dir,
+		Sandbox:      cfg.Sandbox,
+		Mask:         cfg.Security.Mask,
+		Protected:    cfg.Security.Protected,
+		EnvAllowlist: cfg.Commands.EnvAllowlist,
+		Logger:       newLogger(stderr),
+	}, nil
+}

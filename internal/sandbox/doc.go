@@ -1,0 +1,56 @@
+// Package sandbox runs a workspace's tools inside a jail: one persistent
+// worker per workspace (the warden binary re-executed as `warden worker`
+// under bubblewrap), spoken to in JSON lines, through which every file
+// access and every command of a sandboxed workspace goes.
+//
+// # Threat model
+//
+// The agent (or a prompt injection) controls the arguments of every file
+// operation and every command line that reaches the worker, and can run any
+// program available inside the jail. The jail must keep it from:
+//
+//   - reading host secrets: only /usr, /bin, /lib*, /sbin, /opt and an
+//     allowlist of /etc entries (never shadow, gshadow, sudoers, ssh,
+//     ssl/private) are visible, read-only; HOME and /tmp are private
+//     tmpfs; the environment is cleared down to an allowlist, and no
+//     variable whose name looks like a secret enters, even if allowlisted;
+//   - reading masked paths of the workspace (.env, keys, warden.toml, the
+//     user's masks): existing matches are covered with empty read-only
+//     files or directories; literal masks that do not exist yet are covered
+//     too (warden creates an empty placeholder on the host and mounts over
+//     it), so a command can neither create nor read them;
+//   - writing outside the workspace and rw_paths, or writing protected
+//     paths (.git/hooks, .git/config: bound read-only);
+//   - gaining privilege: every namespace is unshared, nested user
+//     namespaces are disabled, all capabilities are dropped, the jail's
+//     root is read-only, and the seccomp filter (internal/sandbox/seccomp,
+//     when built in) denies the dangerous system calls;
+//   - using the network under lockdown or network = false (own network
+//     namespace: not even the host's loopback);
+//   - exhausting the host: a pids cgroup bounds the jail's processes
+//     (RLIMIT_NPROC does not bind a jail whose user is root on the host),
+//     rlimits bound files and core dumps, and the jail dies with warden
+//     (--die-with-parent, pid namespace, cgroup kill).
+//
+// Inside the jail the worker still opens the workspace through
+// internal/workspace, so confinement, masks and protected paths hold for
+// file operations even if a mount were wrong, and Landlock
+// (internal/sandbox/landlock, when built in) is a further layer.
+//
+// A [sandbox] section that is invalid or names something unknown runs in
+// lockdown; a backend this build does not have (docker, ssh, modal) and a
+// host without bubblewrap are errors. Nothing of a sandboxed workspace ever
+// runs unjailed.
+//
+// # Non-goals and known limits
+//
+//   - Glob masks ("**/*.pem") are resolved when the worker starts: a match a
+//     command creates later is visible to commands in that jail (the file
+//     tools still refuse it). A file hard-linked to a masked file is not
+//     masked for commands (the file tools refuse hard links).
+//   - Placeholders for missing literal masks stay on the host, empty.
+//   - Kernel bugs, side channels and denial of service through memory or
+//     CPU are not covered; run warden in a VM for that.
+//   - The worker protocol trusts its peer's framing (it is warden's own
+//     child), but not its content: every request is bounded and checked.
+package sandbox

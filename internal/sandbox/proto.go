@@ -1,0 +1,267 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/workspace"
+)
+
+// MaxLineBytes bounds one protocol line in either direction (64 MiB). A
+// request line longer than that is answered with an error of kind
+// "too_large" and skipped; file contents travel base64-encoded, so the
+// largest file read_file or write_file carries is smaller
+// (MaxFileBytes, 32 MiB, leaving room for base64 and JSON).
+const MaxLineBytes = 64 << 20
+
+// MaxFileBytes is the largest file content one request or response carries.
+const MaxFileBytes = 32 << 20
+
+// maxWalkEntries bounds one walk response.
+const maxWalkEntries = 200_000
+
+// Operations of the worker protocol.
+const (
+	OpPing      = "ping"
+	OpExec      = "exec"
+	OpReadFile  = "read_file"
+	OpWriteFile = "write_file"
+	OpStat      = "stat"
+	OpLstat     = "lstat"
+	OpDirPath   = "dirpath"
+	OpList      = "list"
+	OpWalk      = "walk"
+	OpRemove    = "remove"
+	OpMkdir     = "mkdir"
+	OpRename    = "rename"
+)
+
+// Request is one line from the client to the worker. ID is chosen by the
+// client (non-zero, unique among its requests in flight); the worker echoes
+// it in the Response. Which other fields matter depends on Op.
+type Request struct {
+	ID   uint64 `json:"id"`
+	Op   string `json:"op"`
+	Path string `json:"path,omitempty"`
+	// NewPath is the destination of rename.
+	NewPath string `json:"new_path,omitempty"`
+	// Data is the content of write_file (base64 on the wire).
+	Data []byte `json:"data,omitempty"`
+	// Perm is the mode of a file or directory created by write_file or mkdir.
+	Perm uint32 `json:"perm,omitempty"`
+	// Limit caps read_file (0: MaxFileBytes).
+	Limit int64 `json:"limit,omitempty"`
+
+	// exec: exactly one of Argv and Shell.
+	Argv  []string `json:"argv,omitempty"`
+	Shell string   `json:"shell,omitempty"`
+	// Cwd is workspace-relative ("" or "." for the workspace).
+	Cwd string `json:"cwd,omitempty"`
+	// Env is the complete environment; empty means the worker's own
+	// (allowlisted) environment.
+	Env            []string `json:"env,omitempty"`
+	TimeoutMS      int64    `json:"timeout_ms,omitempty"`
+	MaxOutputLines int      `json:"max_output_lines,omitempty"`
+}
+
+// Response is one line from the worker to the client: OK with the fields of
+// the operation, or Error.
+type Response struct {
+	ID      uint64          `json:"id"`
+	OK      bool            `json:"ok"`
+	Error   *WireError      `json:"error,omitempty"`
+	Data    []byte          `json:"data,omitempty"`
+	Info    *WireInfo       `json:"info,omitempty"`
+	Entries []WireInfo      `json:"entries,omitempty"`
+	Exec    *command.Result `json:"exec,omitempty"`
+	Hello   *Hello          `json:"hello,omitempty"`
+	// Path is the answer to dirpath: the directory's path in the jail,
+	// which is also its host path (the workspace is bound at its own path).
+	Path string `json:"path,omitempty"`
+}
+
+// Hello is the answer to ping: what the worker knows about its own jail.
+type Hello struct {
+	PID int `json:"pid"`
+	// Landlock is "enforced (ABI n)", "off", or "unavailable: why".
+	Landlock string `json:"landlock"`
+	// Seccomp is read from /proc/self/status: "filter" when a seccomp
+	// filter is installed on the worker, else "none".
+	Seccomp string `json:"seccomp"`
+	// NoNewPrivs is the worker's no_new_privs bit.
+	NoNewPrivs bool `json:"no_new_privs"`
+	// Rlimits are the limits the worker set on itself (and its commands).
+	Rlimits map[string]uint64 `json:"rlimits,omitempty"`
+}
+
+// WireInfo is a file's metadata; for walk, Path is workspace-relative and
+// Err reports a directory that could not be read.
+type WireInfo struct {
+	Path    string      `json:"path,omitempty"`
+	Name    string      `json:"name"`
+	Size    int64       `json:"size"`
+	Mode    fs.FileMode `json:"mode"`
+	ModTime time.Time   `json:"mtime"`
+	Err     *WireError  `json:"err,omitempty"`
+	// NoEntry marks a walk call made without a directory entry (the start
+	// of the walk could not be read).
+	NoEntry bool `json:"no_entry,omitempty"`
+}
+
+// Error kinds on the wire. Each maps to a sentinel on the client so that
+// errors.Is works across the jail boundary.
+const (
+	KindEscapes    = "escapes"
+	KindMasked     = "masked"
+	KindProtected  = "protected"
+	KindInvalid    = "invalid"
+	KindTooLarge   = "too_large"
+	KindHardLink   = "hard_link"
+	KindSymlink    = "symlink"
+	KindNotRegular = "not_regular"
+	KindNotExist   = "not_exist"
+	KindExist      = "exist"
+	KindPermission = "permission"
+	KindNotDir     = "not_dir"
+	KindIsDir      = "is_dir"
+	KindNotEmpty   = "not_empty"
+	KindReadOnly   = "read_only"
+	KindBadRequest = "bad_request"
+	KindExec       = "exec"
+	KindOther      = "other"
+)
+
+// WireError is an error crossing the protocol. For a workspace refusal, Op,
+// Path and Rule are those of the *workspace.PathError and Message is the
+// text of its inner error.
+type WireError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Op      string `json:"op,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Rule    string `json:"rule,omitempty"`
+}
+
+var kindSentinels = []struct {
+	kind string
+	err  error
+}{
+	{KindEscapes, workspace.ErrEscapes},
+	{KindMasked, workspace.ErrMasked},
+	{KindProtected, workspace.ErrProtected},
+	{KindInvalid, workspace.ErrInvalid},
+	{KindTooLarge, workspace.ErrTooLarge},
+	{KindHardLink, workspace.ErrHardLink},
+	{KindSymlink, workspace.ErrSymlink},
+	{KindNotRegular, workspace.ErrNotRegular},
+	{KindNotExist, fs.ErrNotExist},
+	{KindExist, fs.ErrExist},
+	{KindPermission, fs.ErrPermission},
+	{KindNotDir, syscall.ENOTDIR},
+	{KindIsDir, syscall.EISDIR},
+	{KindNotEmpty, syscall.ENOTEMPTY},
+	{KindReadOnly, syscall.EROFS},
+}
+
+// errorKind classifies err for the wire.
+func errorKind(err error) string {
+	for _, ks := range kindSentinels {
+		if errors.Is(err, ks.err) {
+			return ks.kind
+		}
+	}
+	return KindOther
+}
+
+// encodeError turns a worker-side error into its wire form.
+func encodeError(err error) *WireError {
+	var wv *WireErrorValue
+	if errors.As(err, &wv) {
+		return wv.W
+	}
+	we := &WireError{Kind: errorKind(err), Message: err.Error()}
+	var pe *workspace.PathError
+	if errors.As(err, &pe) {
+		we.Op, we.Path, we.Rule = pe.Op, pe.Path, pe.Rule
+		// Carry the sentence's end as the worker's PathError wrote it, so the
+		// client's PathError prints the same words.
+		msg := strings.TrimPrefix(pe.Error(), fmt.Sprintf("Path '%s' ", pe.Path))
+		if pe.Rule != "" {
+			msg = strings.TrimSuffix(msg, fmt.Sprintf(" (rule %q)", pe.Rule))
+		}
+		we.Message = msg
+		return we
+	}
+	var ope *fs.PathError
+	if errors.As(err, &ope) {
+		we.Op, we.Path = ope.Op, ope.Path
+		we.Message = ope.Err.Error()
+	}
+	return we
+}
+
+// remoteError is an error that happened in the worker. It prints as the
+// worker printed it and unwraps to the sentinel of its kind.
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }
+
+// decodeError turns a wire error back into a Go error: a
+// *workspace.PathError when the worker reported a path, wrapping an error
+// for which errors.Is(err, sentinel) holds.
+func decodeError(we *WireError) error {
+	if we == nil {
+		return errors.New("worker reported an error without details")
+	}
+	var kind error
+	for _, ks := range kindSentinels {
+		if ks.kind == we.Kind {
+			kind = ks.err
+			break
+		}
+	}
+	if kind == nil {
+		kind = ErrWorker
+	}
+	inner := &remoteError{msg: we.Message, kind: kind}
+	if we.Op != "" || we.Path != "" {
+		return &workspace.PathError{Op: we.Op, Path: we.Path, Rule: we.Rule, Err: inner}
+	}
+	return inner
+}
+
+func infoOf(p string, st fs.FileInfo) WireInfo {
+	return WireInfo{Path: p, Name: st.Name(), Size: st.Size(), Mode: st.Mode(), ModTime: st.ModTime()}
+}
+
+// fileInfo is a WireInfo seen as an fs.FileInfo and fs.DirEntry.
+type fileInfo struct{ w WireInfo }
+
+var (
+	_ fs.FileInfo = fileInfo{}
+	_ fs.DirEntry = fileInfo{}
+)
+
+func (f fileInfo) Name() string               { return f.w.Name }
+func (f fileInfo) Size() int64                { return f.w.Size }
+func (f fileInfo) Mode() fs.FileMode          { return f.w.Mode }
+func (f fileInfo) ModTime() time.Time         { return f.w.ModTime }
+func (f fileInfo) IsDir() bool                { return f.w.Mode.IsDir() }
+func (f fileInfo) Sys() any                   { return nil }
+func (f fileInfo) Type() fs.FileMode          { return f.w.Mode.Type() }
+func (f fileInfo) Info() (fs.FileInfo, error) { return f, nil }
+func (f fileInfo) String() string             { return fs.FormatFileInfo(f) }
+
+// badRequest builds the error response to a request that cannot be served.
+func badRequest(id uint64, format string, a ...any) *Response {
+	return &Response{ID: id, Error: &WireError{Kind: KindBadRequest, Message: fmt.Sprintf(format, a...)}}
+}

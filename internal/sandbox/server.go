@@ -1,0 +1,329 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/workspace"
+)
+
+// Server serves the worker protocol for one workspace. It is what runs
+// inside the jail (see ServeWorker), and it does not trust its input: every
+// line is bounded, every path goes through the workspace's confinement, and
+// a malformed line gets an error response, never a crash.
+//
+// Concurrency: requests are multiplexed by id. Each request runs in its own
+// goroutine (at most MaxInFlight at once; further lines wait to be read), and
+// responses are written whole, one line each, in completion order. A slow
+// command therefore does not hold up a file read issued after it.
+type Server struct {
+	Root *workspace.Root
+	// Runner runs exec requests; nil refuses them.
+	Runner command.Runner
+	// Env is the environment of an exec request that brings none.
+	Env   []string
+	Hello Hello
+	// MaxInFlight bounds concurrent requests (default 32).
+	MaxInFlight int
+}
+
+// DefaultExecTimeout and MaxExecTimeout bound exec requests.
+const (
+	DefaultExecTimeout = 30 * time.Second
+	MaxExecTimeout     = 600 * time.Second
+)
+
+// Serve reads requests from in and writes responses to out until in ends or
+// ctx is done; it then waits for requests in flight (their commands are
+// killed through ctx) and returns. It returns nil on a clean end of input.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := s.MaxInFlight
+	if n <= 0 {
+		n = 32
+	}
+	sem := make(chan struct{}, n)
+	w := &lineWriter{w: bufio.NewWriter(out)}
+	br := bufio.NewReaderSize(in, 64<<10)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		line, tooLong, err := readLine(br, MaxLineBytes)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("failed to read request: %w", err)
+		}
+		if tooLong {
+			w.write(&Response{Error: &WireError{Kind: KindTooLarge, Message: fmt.Sprintf("request line is longer than %d bytes", MaxLineBytes)}})
+			continue
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		req, bad := parseRequest(line)
+		if bad != nil {
+			w.write(bad)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			w.write(s.handle(ctx, req))
+		}()
+	}
+}
+
+// readLine returns the next line without its end, or tooLong when it is
+// longer than max (the line is then consumed and dropped).
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > max+1 {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && (len(buf) > 0 || tooLong) {
+				return bytes.TrimRight(buf, "\r\n"), tooLong, nil
+			}
+			return nil, false, err
+		}
+		return bytes.TrimRight(buf, "\r\n"), tooLong, nil
+	}
+}
+
+func parseRequest(line []byte) (*Request, *Response) {
+	var req Request
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&req)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the request")
+	}
+	if err != nil {
+		// Answer with the id if one can be read, so the caller is not left waiting.
+		var probe struct {
+			ID uint64 `json:"id"`
+		}
+		_ = json.Unmarshal(line, &probe)
+		return nil, badRequest(probe.ID, "malformed request: %v", err)
+	}
+	if req.ID == 0 {
+		return nil, badRequest(0, "request id must be a positive integer")
+	}
+	return &req, nil
+}
+
+type lineWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (lw *lineWriter) write(resp *Response) {
+	b, err := json.Marshal(resp)
+	if err == nil && len(b) > MaxLineBytes {
+		b, err = json.Marshal(&Response{ID: resp.ID, Error: &WireError{Kind: KindTooLarge, Message: fmt.Sprintf("response is longer than %d bytes", MaxLineBytes)}})
+	}
+	if err != nil {
+		b, _ = json.Marshal(&Response{ID: resp.ID, Error: &WireError{Kind: KindOther, Message: "failed to encode response: " + err.Error()}})
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.w.Write(b)
+	lw.w.WriteByte('\n')
+	lw.w.Flush()
+}
+
+// handle serves one request; it never panics out (a panic becomes an error
+// response, so one bad request cannot take the worker down).
+func (s *Server) handle(ctx context.Context, req *Request) (resp *Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp = &Response{ID: req.ID, Error: &WireError{Kind: KindOther, Message: fmt.Sprintf("internal error serving %s: %v", req.Op, r)}}
+		}
+	}()
+	resp, err := s.dispatch(ctx, req)
+	if err != nil {
+		return &Response{ID: req.ID, Error: encodeError(err)}
+	}
+	if resp == nil {
+		resp = &Response{}
+	}
+	resp.ID, resp.OK = req.ID, true
+	return resp
+}
+
+func (s *Server) dispatch(ctx context.Context, req *Request) (*Response, error) {
+	if req.Op != OpPing && s.Root == nil {
+		return nil, errors.New("no workspace is open")
+	}
+	switch req.Op {
+	case OpPing:
+		h := s.Hello
+		return &Response{Hello: &h}, nil
+	case OpReadFile:
+		limit := req.Limit
+		if limit <= 0 || limit > MaxFileBytes {
+			limit = MaxFileBytes
+		}
+		data, err := s.Root.ReadFile(req.Path, limit)
+		if err != nil {
+			return nil, err
+		}
+		return &Response{Data: data}, nil
+	case OpWriteFile:
+		perm := fs.FileMode(req.Perm).Perm()
+		if req.Perm == 0 {
+			perm = 0o644
+		}
+		return nil, s.Root.WriteFile(req.Path, req.Data, perm)
+	case OpStat, OpLstat:
+		stat := s.Root.Stat
+		if req.Op == OpLstat {
+			stat = s.Root.Lstat
+		}
+		st, err := stat(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		wi := infoOf("", st)
+		return &Response{Info: &wi}, nil
+	case OpDirPath:
+		p, err := s.Root.DirPath(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		return &Response{Path: p}, nil
+	case OpList:
+		ents, err := s.Root.ReadDir(req.Path)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]WireInfo, 0, len(ents))
+		for _, e := range ents {
+			if st, err := e.Info(); err == nil {
+				out = append(out, infoOf("", st))
+			} else {
+				out = append(out, WireInfo{Name: e.Name(), Mode: e.Type()})
+			}
+		}
+		return &Response{Entries: out}, nil
+	case OpWalk:
+		return s.walk(req)
+	case OpRemove:
+		return nil, s.Root.Remove(req.Path)
+	case OpMkdir:
+		perm := fs.FileMode(req.Perm).Perm()
+		if req.Perm == 0 {
+			perm = 0o755
+		}
+		return nil, s.Root.MkdirAll(req.Path, perm)
+	case OpRename:
+		return nil, s.Root.Rename(req.Path, req.NewPath)
+	case OpExec:
+		return s.exec(ctx, req)
+	default:
+		return nil, &WireErrorValue{&WireError{Kind: KindBadRequest, Message: fmt.Sprintf("unknown op %q", req.Op)}}
+	}
+}
+
+// WireErrorValue lets a handler return a ready wire error.
+type WireErrorValue struct{ W *WireError }
+
+func (e *WireErrorValue) Error() string { return e.W.Message }
+
+func (s *Server) walk(req *Request) (*Response, error) {
+	var out []WireInfo
+	errFull := errors.New("full")
+	err := s.Root.Walk(req.Path, func(p string, d fs.DirEntry, err error) error {
+		if len(out) >= maxWalkEntries {
+			return errFull
+		}
+		wi := WireInfo{Path: p, Name: path.Base(p)}
+		if d != nil {
+			wi.Mode = d.Type()
+			if st, ierr := d.Info(); ierr == nil {
+				wi = infoOf(p, st)
+			}
+		}
+		if err != nil {
+			wi.Err = encodeError(err)
+		}
+		wi.NoEntry = d == nil
+		out = append(out, wi)
+		return nil
+	})
+	if errors.Is(err, errFull) {
+		return nil, &workspace.PathError{Op: "list", Path: req.Path, Err: fmt.Errorf("%w: more than %d entries to walk", workspace.ErrTooLarge, maxWalkEntries)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Entries: out}, nil
+}
+
+func (s *Server) exec(ctx context.Context, req *Request) (*Response, error) {
+	if s.Runner == nil {
+		return nil, errors.New("exec is not available in this worker")
+	}
+	if (len(req.Argv) == 0) == (req.Shell == "") {
+		return nil, &WireErrorValue{&WireError{Kind: KindBadRequest, Message: "exec needs exactly one of argv and shell"}}
+	}
+	rel, err := s.Root.Clean("exec", req.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if rule, ok := s.Root.MaskRule(rel); ok {
+		return nil, &workspace.PathError{Op: "exec", Path: req.Cwd, Rule: rule, Err: workspace.ErrMasked}
+	}
+	st, err := s.Root.Stat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &workspace.PathError{Op: "exec", Path: req.Cwd, Err: errors.New("is not a directory")}
+	}
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = DefaultExecTimeout
+	}
+	timeout = min(timeout, MaxExecTimeout)
+	env := req.Env
+	if len(env) == 0 {
+		env = s.Env
+	}
+	res, err := s.Runner.Run(ctx, command.Spec{
+		Argv: req.Argv, Shell: req.Shell, Dir: rel, Env: env,
+		Timeout: timeout, MaxOutputLines: req.MaxOutputLines,
+	})
+	if err != nil {
+		return nil, &WireErrorValue{&WireError{Kind: KindExec, Message: err.Error()}}
+	}
+	return &Response{Exec: &res}, nil
+}

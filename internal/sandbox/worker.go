@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/internal/workspace"
+)
+
+// WorkerSpec is what the host tells `warden worker` about its jail. It is
+// passed as one JSON argument; it holds no secrets.
+type WorkerSpec struct {
+	Workspace string   `json:"workspace"`
+	Mask      []string `json:"mask,omitempty"`
+	Protected []string `json:"protected,omitempty"`
+	Lockdown  bool     `json:"lockdown,omitempty"`
+	Landlock  string   `json:"landlock"`
+	// Writable are the jail paths Landlock lets the worker write.
+	Writable []string `json:"writable"`
+}
+
+// Rlimits of the worker and everything it runs. NPROC binds only when the
+// jail's user is not root on the host; see pidsCgroup for what does.
+var (
+	rlimitsNormal = map[string]uint64{
+		"NOFILE": 4096, "NPROC": PidsMax, "FSIZE": 8 << 30, "CORE": 0,
+	}
+	rlimitsLockdown = map[string]uint64{
+		"NOFILE": 1024, "NPROC": PidsMaxLockdown, "FSIZE": 1 << 30, "CORE": 0,
+	}
+	rlimitIDs = map[string]int{
+		"NOFILE": unix.RLIMIT_NOFILE, "NPROC": unix.RLIMIT_NPROC, "FSIZE": unix.RLIMIT_FSIZE, "CORE": unix.RLIMIT_CORE,
+	}
+)
+
+// ServeWorker is `warden worker`: it runs inside the jail, sets its rlimits,
+// applies Landlock, opens the workspace through internal/workspace (so
+// confinement holds inside the jail too) and serves the protocol on in/out
+// until in closes.
+func ServeWorker(ctx context.Context, specJSON string, in io.Reader, out io.Writer) error {
+	var spec WorkerSpec
+	dec := json.NewDecoder(strings.NewReader(specJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return fmt.Errorf("failed to read worker spec: %w", err)
+	}
+	if os.Getenv("WARDEN_SANDBOX") != "1" {
+		return errors.New("warden worker runs only inside a warden jail")
+	}
+	limits := rlimitsNormal
+	if spec.Lockdown {
+		limits = rlimitsLockdown
+	}
+	for name, v := range limits {
+		if err := unix.Setrlimit(rlimitIDs[name], &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("failed to set RLIMIT_%s: %w", name, err)
+		}
+	}
+	root, err := workspace.Open(spec.Workspace, &workspace.Options{Mask: spec.Mask, Protected: spec.Protected})
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	ll, err := applyLandlock(spec)
+	if err != nil {
+		return err
+	}
+	hello := Hello{PID: os.Getpid(), Landlock: ll, Rlimits: limits}
+	hello.Seccomp, hello.NoNewPrivs = selfSeccomp()
+	s := &Server{
+		Root: root, Runner: newRunner(root.Dir()), Env: os.Environ(),
+		Hello: hello,
+	}
+	return s.Serve(ctx, in, out)
+}
+
+func applyLandlock(spec WorkerSpec) (string, error) {
+	switch spec.Landlock {
+	case LandlockOff:
+		return "off", nil
+	case LandlockAuto, LandlockOn:
+	default:
+		return "", fmt.Errorf("landlock mode %q is not auto, on or off", spec.Landlock)
+	}
+	if landlockRestrict == nil {
+		if spec.Landlock == LandlockOn {
+			return "", errors.New("landlock = \"on\" but this build has no Landlock layer; refusing to run without it")
+		}
+		return "unavailable: not built in", nil
+	}
+	return landlockRestrict(spec.Landlock, spec.Writable, []string{"/"})
+}
+
+// selfSeccomp reads the seccomp mode and no_new_privs of this process.
+func selfSeccomp() (string, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown", false
+	}
+	mode, nnp := "unknown", false
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		k, v, ok := bytes.Cut(l, []byte(":"))
+		if !ok {
+			continue
+		}
+		v = bytes.TrimSpace(v)
+		switch string(k) {
+		case "Seccomp":
+			switch string(v) {
+			case "0":
+				mode = "none"
+			case "1":
+				mode = "strict"
+			case "2":
+				mode = "filter"
+			}
+		case "NoNewPrivs":
+			nnp = string(v) == "1"
+		}
+	}
+	return mode, nnp
+}
