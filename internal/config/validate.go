@@ -37,7 +37,7 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	l.intRange("commands.max_timeout", c.Commands.MaxTimeout, 1, 600)
 	l.intRange("commands.max_output_lines", c.Commands.MaxOutputLines, 10, 5000)
 	if l.has("commands.default_timeout") && l.has("commands.max_timeout") && c.Commands.DefaultTimeout > c.Commands.MaxTimeout &&
-		c.Commands.MaxTimeout >= 1 {
+		c.Commands.MaxTimeout >= 1 && c.Commands.DefaultTimeout <= 600 {
 		l.bad("commands.default_timeout", c.Commands.DefaultTimeout, "exceeds commands.max_timeout (%d)", c.Commands.MaxTimeout)
 	}
 	l.regexps("commands.blocked_patterns", c.Commands.BlockedPatterns)
@@ -77,6 +77,9 @@ func show(v any) string {
 }
 
 func (l *layer) bad(path string, v any, format string, a ...any) {
+	if !l.has(path) {
+		v = nil // absent: there is no value to show
+	}
 	l.errsFor(path).add(l.at(path), path, show(v), format, a...)
 }
 
