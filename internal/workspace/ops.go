@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,7 @@ func (w *Root) openFile(op, name string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := w.open(op, name, rel, readFlags)
+	n, err := w.open(op, name, slash(name, rel), readFlags)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func (w *Root) stat(op, name string, follow bool) (fs.FileInfo, error) {
 	if !follow {
 		flags |= unix.O_NOFOLLOW
 	}
-	n, err := w.open(op, name, rel, flags)
+	n, err := w.open(op, name, slash(name, rel), flags)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func (w *Root) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := w.open("list", name, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	n, err := w.open("list", name, slash(name, rel), unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ func (w *Root) DirPath(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	n, err := w.open("cd", name, rel, unix.O_PATH|unix.O_DIRECTORY)
+	n, err := w.open("cd", name, slash(name, rel), unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +171,7 @@ func (w *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if rel == "." {
+	if rel == "." || strings.HasSuffix(name, "/") {
 		return &PathError{Op: "write", Path: name, Err: syscall.EISDIR}
 	}
 	d, real, err := w.parent("write", name, rel, true, 0o755)

@@ -100,8 +100,11 @@ type node struct {
 // file really is and applies the masks there. The kernel path (readlink)
 // is read before the link count (fstat), so a file unlinked in between is
 // seen as unlinked and refused rather than checked under a stale name.
+//
+// A rel ending in "/" must name a directory (or a link to one), as with
+// open(2); the slash is not part of the real path.
 func (w *Root) open(op, name, rel string, flags int) (*node, error) {
-	n := &node{fd: -1, real: rel}
+	n := &node{fd: -1, real: strings.TrimSuffix(rel, "/")}
 	err := w.rootAt(func(rootfd int) error {
 		fd, err := openat2(rootfd, rel, flags, direct)
 		if err == unix.ELOOP {
@@ -140,6 +143,15 @@ func (w *Root) open(op, name, rel string, flags int) (*node, error) {
 func (n *node) close() { unix.Close(n.fd) }
 
 func (n *node) mode() fs.FileMode { return fileMode(n.st.Mode) }
+
+// slash returns rel with the trailing slash of name, if it had one: a
+// name such as "file/" must name a directory.
+func slash(name, rel string) string {
+	if rel != "." && strings.HasSuffix(name, "/") {
+		return rel + "/"
+	}
+	return rel
+}
 
 func lookupErr(op, name string, err error) error {
 	var pe *PathError

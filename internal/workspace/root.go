@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -177,16 +176,4 @@ func (w *Root) guard(op, name, rel string, write bool) error {
 		}
 	}
 	return nil
-}
-
-// fail wraps a system error as a *PathError for name; refusals pass through.
-func fail(op, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *PathError
-	if errors.As(err, &pe) {
-		return err
-	}
-	return &PathError{Op: op, Path: name, Err: err}
 }

@@ -169,7 +169,7 @@ func (w *Root) Walk(name string, fn fs.WalkDirFunc) error {
 	if name == "" {
 		disp = "."
 	}
-	n, err := w.open("list", name, rel, readFlags)
+	n, err := w.open("list", name, slash(name, rel), readFlags)
 	if err != nil {
 		err = fn(disp, nil, err)
 	} else {
