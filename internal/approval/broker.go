@@ -31,6 +31,9 @@ const (
 // ErrAborted means the person at the prompt chose to stop the whole run.
 var ErrAborted = errors.New("aborted at the approval prompt")
 
+// ErrReasonRequired means a denial came without a reason.
+var ErrReasonRequired = errors.New("a denial needs a reason: the agent is told why")
+
 // ErrNotSupervisor means someone not configured as a supervisor tried to decide.
 var ErrNotSupervisor = errors.New("not a configured supervisor")
 
@@ -344,7 +347,7 @@ func (b *Broker) Decide(ctx context.Context, id, supervisor string, approve bool
 	t := store.Transition{To: store.Approved, Decision: "approved", By: supervisor, Reason: reason}
 	if !approve {
 		if reason == "" {
-			return nil, errors.New("a denial needs a reason: the agent is told why")
+			return nil, ErrReasonRequired
 		}
 		t = store.Transition{To: store.Denied, Decision: "denied", By: supervisor, Reason: reason}
 	}

@@ -276,6 +276,15 @@ func (s *SQLite) Changes(ctx context.Context, after int64, limit int) ([]*Approv
 	return s.queryApprovals(ctx, "SELECT "+approvalCols+" FROM approvals WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
 }
 
+// ChangeHead implements Store.
+func (s *SQLite) ChangeHead(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM approvals").Scan(&seq); err != nil {
+		return 0, fmt.Errorf("failed to read the change head: %w", err)
+	}
+	return seq, nil
+}
+
 func (s *SQLite) queryApprovals(ctx context.Context, q string, args ...any) ([]*Approval, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -115,6 +115,8 @@ type Store interface {
 	List(ctx context.Context, f Filter) ([]*Approval, error)
 	// Changes returns requests changed after seq, in change order.
 	Changes(ctx context.Context, after int64, limit int) ([]*Approval, error)
+	// ChangeHead is the latest change sequence (0 when empty).
+	ChangeHead(ctx context.Context) (int64, error)
 
 	// Decide applies a supervisor's decision: it succeeds only if the
 	// request is PENDING and not expired at the store's now. Otherwise it

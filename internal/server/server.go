@@ -1,0 +1,334 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// MaxBody is the largest request body accepted.
+const MaxBody = 8 << 10
+
+// Options configure a Server. Broker and Tokens are required.
+type Options struct {
+	Broker *approval.Broker
+	// Tokens maps each bearer token to the supervisor id it proves.
+	Tokens map[string]string
+	Logger *slog.Logger
+	// Poll is how often the event stream reads the store; default 100 ms.
+	Poll time.Duration
+	// Heartbeat is the SSE comment interval; default 15 s.
+	Heartbeat time.Duration
+}
+
+type credential struct {
+	digest [sha256.Size]byte
+	id     string
+}
+
+// Server is the approvals API.
+type Server struct {
+	b     *approval.Broker
+	creds []credential
+	log   *slog.Logger
+	hub   *hub
+	mux   *http.ServeMux
+}
+
+// SupervisorTokens reads each configured supervisor's token from the
+// environment variable its token_env names. A supervisor without token_env
+// (or with an empty variable) cannot use the API; it is listed in missing.
+func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []string) {
+	tokens = map[string]string{}
+	for _, s := range a.Supervisors {
+		tok := ""
+		if s.TokenEnv != "" {
+			tok = os.Getenv(s.TokenEnv)
+		}
+		if tok == "" {
+			missing = append(missing, s.ID)
+			continue
+		}
+		tokens[tok] = s.ID
+	}
+	if a.SupervisorID != "" && !contains(a.Supervisors, a.SupervisorID) {
+		missing = append(missing, a.SupervisorID)
+	}
+	return tokens, missing
+}
+
+func contains(ss []config.Supervisor, id string) bool {
+	for _, s := range ss {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// New returns the API; Close stops its event stream.
+func New(o Options) (*Server, error) {
+	if o.Broker == nil {
+		return nil, errors.New("server needs an approval broker")
+	}
+	if len(o.Tokens) == 0 {
+		return nil, errors.New("no supervisor has an API token: set token_env in [[security.approval.supervisors]] and export that variable")
+	}
+	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sups := o.Broker.Supervisors()
+	for tok, id := range o.Tokens {
+		if len(tok) < 16 {
+			return nil, fmt.Errorf("supervisor %s: token shorter than 16 characters", id)
+		}
+		if !slicesContains(sups, id) {
+			return nil, fmt.Errorf("token for %q, who is not a configured supervisor", id)
+		}
+		s.creds = append(s.creds, credential{sha256.Sum256([]byte(tok)), id})
+	}
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Second
+	}
+	head, err := o.Broker.Store().ChangeHead(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	s.hub = newHub(o.Broker.Store(), head, o.Poll, o.Heartbeat, s.log)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.Handle("GET /api/approvals", s.auth(s.list))
+	s.mux.Handle("GET /api/approvals/stream", s.auth(s.hub.serve))
+	s.mux.Handle("GET /api/approvals/{id}", s.auth(s.show))
+	s.mux.Handle("POST /api/approvals/{id}/approve", s.auth(s.decide(true)))
+	s.mux.Handle("POST /api/approvals/{id}/deny", s.auth(s.decide(false)))
+	s.mux.Handle("/api/", s.auth(func(w http.ResponseWriter, r *http.Request, _ string) {
+		writeErr(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	}))
+	return s, nil
+}
+
+func slicesContains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Handler is the API's http.Handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close ends every event stream and stops reading the store for them.
+func (s *Server) Close() { s.hub.close() }
+
+type authedHandler func(w http.ResponseWriter, r *http.Request, supervisor string)
+
+// auth resolves the bearer token to a supervisor, or answers 401.
+func (s *Server) auth(h authedHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		id, why := s.supervisor(r.Header.Get("Authorization"))
+		if id == "" {
+			s.b.AuditAuthFailure(r.Context(), http.StatusUnauthorized, fmt.Sprintf("%s %s from %s: %s", r.Method, r.URL.Path, r.RemoteAddr, why))
+			s.log.Warn("refused an API call", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "why", why)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="warden"`)
+			writeErr(w, http.StatusUnauthorized, "a supervisor's bearer token is required: "+why)
+			return
+		}
+		h(w, r, id)
+	})
+}
+
+// supervisor compares the token against every credential, without
+// stopping at a match, so timing says nothing about which one matched.
+func (s *Server) supervisor(header string) (id, why string) {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if header == "" {
+		return "", "no Authorization header"
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", "Authorization is not a Bearer token"
+	}
+	d := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	for _, c := range s.creds {
+		if subtle.ConstantTimeCompare(d[:], c.digest[:]) == 1 {
+			id = c.id
+		}
+	}
+	if id == "" {
+		return "", "unknown token"
+	}
+	return id, ""
+}
+
+var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, _ string) {
+	var f store.Filter
+	q := r.URL.Query()
+	if st := q.Get("status"); st != "" {
+		state, err := store.ParseState(st)
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		f.State = state
+	}
+	f.Limit = 100
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			writeErr(w, http.StatusBadRequest, "limit must be 1..1000")
+			return
+		}
+		f.Limit = n
+	}
+	list, err := s.b.Store().List(r.Context(), f)
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if list == nil {
+		list = []*store.Approval{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+}
+
+func (s *Server) show(w http.ResponseWriter, r *http.Request, _ string) {
+	id := r.PathValue("id")
+	if !idPattern.MatchString(id) {
+		writeErr(w, http.StatusNotFound, "no such approval request")
+		return
+	}
+	a, err := s.b.Store().Get(r.Context(), id)
+	if err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// DecisionBody is the JSON body of approve and deny.
+type DecisionBody struct {
+	Reason string `json:"reason"`
+}
+
+// DecodeDecision reads a decision body: at most MaxBody bytes, one JSON
+// object, no unknown field (decided_by in particular), nothing after it.
+// An empty body is an empty decision.
+func DecodeDecision(r io.Reader) (DecisionBody, error) {
+	var d DecisionBody
+	data, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	if err != nil {
+		return d, fmt.Errorf("failed to read the body: %w", err)
+	}
+	if len(data) > MaxBody {
+		return d, fmt.Errorf("body larger than %d bytes", MaxBody)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return d, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return DecisionBody{}, fmt.Errorf("invalid body (want {\"reason\": \"…\"}): %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return DecisionBody{}, errors.New("invalid body: data after the JSON object")
+	}
+	return d, nil
+}
+
+func (s *Server) decide(approve bool) authedHandler {
+	return func(w http.ResponseWriter, r *http.Request, supervisor string) {
+		id := r.PathValue("id")
+		body, err := DecodeDecision(http.MaxBytesReader(w, r.Body, MaxBody+1))
+		if err != nil {
+			writeErr(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if !idPattern.MatchString(id) {
+			writeErr(w, http.StatusNotFound, "no such approval request")
+			return
+		}
+		a, err := s.b.Decide(r.Context(), id, supervisor, approve, body.Reason)
+		if err != nil {
+			writeStoreErr(w, err)
+			return
+		}
+		s.hub.poke()
+		writeJSON(w, http.StatusOK, a)
+	}
+}
+
+func writeStoreErr(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeErr(w, http.StatusNotFound, "no such approval request")
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrExpired):
+		writeErr(w, http.StatusConflict, err.Error())
+	case errors.Is(err, approval.ErrNotSupervisor):
+		writeErr(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, approval.ErrReasonRequired):
+		writeErr(w, http.StatusBadRequest, err.Error())
+	default:
+		writeErr(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// CheckAddr refuses to listen beyond loopback without TLS, unless the user
+// said --insecure-public.
+func CheckAddr(addr string, tls, insecurePublic bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if IsLoopback(host) || tls || insecurePublic {
+		return nil
+	}
+	return fmt.Errorf("--addr %s is not a loopback address: supervisors' tokens would cross the network in clear; give --tls-cert and --tls-key, or --insecure-public if something else encrypts the traffic", addr)
+}
+
+// IsLoopback reports whether host names only this machine.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

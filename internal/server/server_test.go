@@ -1,0 +1,270 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	aliceTok = "alice-token-0123456789abcdef"
+	bobTok   = "bob-token-0123456789abcdef00"
+)
+
+type fixture struct {
+	st  *store.SQLite
+	b   *approval.Broker
+	srv *httptest.Server
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "warden.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := approval.New(t.Context(), approval.Options{Store: st, Supervisors: []string{"alice", "bob"}, Remote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Broker: b, Tokens: map[string]string{aliceTok: "alice", bobTok: "bob"}, Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.Close()
+		srv.Close()
+		st.Close()
+	})
+	return &fixture{st, b, srv}
+}
+
+// newRequest stores a pending request as another process would.
+func (f *fixture) newRequest(t *testing.T) string {
+	t.Helper()
+	id := approval.NewID()
+	now := time.Now()
+	err := f.st.Create(t.Context(), &store.Approval{ID: id, Tool: "run_command", Args: json.RawMessage(`{"command":"make"}`), ArgsHash: "h",
+		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Minute), Owner: store.CurrentOwner()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (f *fixture) do(t *testing.T, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	id := f.newRequest(t)
+	cases := []struct {
+		name, method, path, auth, body string
+		code                           int
+	}{
+		{"healthz is open", "GET", "/healthz", "", "", 200},
+		{"no token", "GET", "/api/approvals", "", "", 401},
+		{"no token, decide", "POST", "/api/approvals/" + id + "/approve", "", "", 401},
+		{"wrong token", "POST", "/api/approvals/" + id + "/approve", "Bearer nope-0123456789abcdef0000", "", 401},
+		{"token prefix", "POST", "/api/approvals/" + id + "/approve", "Bearer " + aliceTok[:10], "", 401},
+		{"token with suffix", "POST", "/api/approvals/" + id + "/approve", "Bearer " + aliceTok + "x", "", 401},
+		{"basic auth", "GET", "/api/approvals", "Basic " + aliceTok, "", 401},
+		{"bare token", "GET", "/api/approvals", aliceTok, "", 401},
+		{"unknown api path needs a token too", "GET", "/api/nope", "", "", 401},
+		{"body names decided_by", "POST", "/api/approvals/" + id + "/approve", "Bearer " + aliceTok, `{"reason":"ok","decided_by":"bob"}`, 400},
+		{"body with two objects", "POST", "/api/approvals/" + id + "/approve", "Bearer " + aliceTok, `{"reason":"a"}{"reason":"b"}`, 400},
+		{"deny without reason", "POST", "/api/approvals/" + id + "/deny", "Bearer " + aliceTok, `{}`, 400},
+		{"bad id", "GET", "/api/approvals/../../etc", "Bearer " + aliceTok, "", 404},
+		{"unknown id", "GET", "/api/approvals/" + strings.Repeat("0", 32), "Bearer " + aliceTok, "", 404},
+		{"bad status", "GET", "/api/approvals?status=nope", "Bearer " + aliceTok, "", 400},
+		{"still pending", "GET", "/api/approvals/" + id, "Bearer " + aliceTok, "", 200},
+	}
+	for _, c := range cases {
+		code, body := f.do(t, c.method, c.path, c.auth, c.body)
+		if code != c.code {
+			t.Errorf("%s: %d %v, want %d", c.name, code, body, c.code)
+		}
+		if c.name == "still pending" && body["state"] != "PENDING" {
+			t.Errorf("a refused call changed the request: %v", body)
+		}
+	}
+	// Another supervisor's token decides as that supervisor, whatever the body says.
+	code, body := f.do(t, "POST", "/api/approvals/"+id+"/deny", "Bearer "+bobTok, `{"reason":"I am alice"}`)
+	if code != 200 || body["decided_by"] != "bob" || body["state"] != "DENIED" {
+		t.Fatalf("bob's denial: %d %v", code, body)
+	}
+	code, body = f.do(t, "POST", "/api/approvals/"+id+"/approve", "Bearer "+aliceTok, "")
+	if code != 409 || !strings.Contains(body["error"].(string), "already DENIED (by bob)") {
+		t.Errorf("second decision: %d %v", code, body)
+	}
+	rows, _ := f.st.Audit(t.Context(), store.AuditFilter{Event: "auth_failure"})
+	if len(rows) != 8 {
+		t.Errorf("%d auth failures audited, want 8", len(rows))
+	}
+	for _, r := range rows {
+		if strings.Contains(r.Record.Error, aliceTok[:10]) {
+			t.Errorf("a token reached the audit trail: %s", r.Record.Error)
+		}
+	}
+}
+
+func TestListAndShow(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	a, b := f.newRequest(t), f.newRequest(t)
+	f.do(t, "POST", "/api/approvals/"+a+"/approve", "Bearer "+aliceTok, `{"reason":"fine"}`)
+	code, body := f.do(t, "GET", "/api/approvals?status=pending", "Bearer "+aliceTok, "")
+	list := body["approvals"].([]any)
+	if code != 200 || len(list) != 1 || list[0].(map[string]any)["request_id"] != b {
+		t.Fatalf("pending list: %d %v", code, body)
+	}
+	code, body = f.do(t, "GET", "/api/approvals?status=APPROVED&limit=5", "Bearer "+bobTok, "")
+	if list := body["approvals"].([]any); code != 200 || len(list) != 1 || list[0].(map[string]any)["reason"] != "fine" {
+		t.Fatalf("approved list: %d %v", code, body)
+	}
+}
+
+func TestStream(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/api/approvals/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceTok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	events := make(chan Event, 10)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var ev Event
+				json.Unmarshal([]byte(data), &ev)
+				events <- ev
+			}
+		}
+		close(events)
+	}()
+	id := f.newRequest(t)
+	next := func() Event {
+		select {
+		case ev := <-events:
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no event")
+			return Event{}
+		}
+	}
+	if ev := next(); ev.Type != "approval.requested" || ev.Approval.ID != id {
+		t.Fatalf("first event %+v", ev)
+	}
+	f.do(t, "POST", "/api/approvals/"+id+"/approve", "Bearer "+bobTok, "")
+	if ev := next(); ev.Type != "approval.decided" || ev.Approval.DecidedBy != "bob" {
+		t.Fatalf("second event %+v", ev)
+	}
+	cancel()
+	for range events {
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		addr          string
+		tls, insecure bool
+		ok            bool
+	}{
+		{"127.0.0.1:8080", false, false, true},
+		{"[::1]:8080", false, false, true},
+		{"localhost:0", false, false, true},
+		{"0.0.0.0:8080", false, false, false},
+		{":8080", false, false, false},
+		{"10.0.0.5:8080", false, false, false},
+		{"10.0.0.5:8080", true, false, true},
+		{"0.0.0.0:8080", false, true, true},
+		{"127.0.0.1", false, false, false},
+	}
+	for _, c := range cases {
+		if err := CheckAddr(c.addr, c.tls, c.insecure); (err == nil) != c.ok {
+			t.Errorf("CheckAddr(%q, tls=%v, insecure=%v) = %v", c.addr, c.tls, c.insecure, err)
+		}
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	t.Parallel()
+	st, _ := store.OpenSQLite(":memory:", nil)
+	defer st.Close()
+	b, _ := approval.New(t.Context(), approval.Options{Store: st, Supervisors: []string{"alice"}})
+	for name, toks := range map[string]map[string]string{
+		"no tokens":      nil,
+		"short token":    {"short": "alice"},
+		"not supervisor": {aliceTok: "mallory"},
+	} {
+		if s, err := New(Options{Broker: b, Tokens: toks}); err == nil {
+			s.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func FuzzDecisionBody(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"reason":"x"}`, `{"reason":"x","decided_by":"bob"}`, `{"reason":1}`, `{"reason":"a"} x`, `{"Reason":"x"}`, strings.Repeat(" ", MaxBody+1)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := DecodeDecision(strings.NewReader(s))
+		if err != nil {
+			if d != (DecisionBody{}) {
+				t.Fatalf("error with a value: %+v", d)
+			}
+			return
+		}
+		if len(s) > MaxBody {
+			t.Fatalf("accepted %d bytes", len(s))
+		}
+		// Whatever was accepted holds no field but reason.
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(s), &m) == nil {
+			for k := range m {
+				if !strings.EqualFold(k, "reason") {
+					t.Fatalf("accepted field %q", k)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// Event is one server-sent event of the stream.
+type Event struct {
+	Type     string          `json:"type"` // approval.requested | approval.decided
+	Approval *store.Approval `json:"approval"`
+}
+
+// hub reads the store's changes (made by any process) and fans them out to
+// the connected streams.
+type hub struct {
+	st        store.Store
+	log       *slog.Logger
+	heartbeat time.Duration
+
+	mu     sync.Mutex
+	subs   map[chan []byte]struct{}
+	closed bool
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newHub(st store.Store, head int64, poll, heartbeat time.Duration, log *slog.Logger) *hub {
+	h := &hub{st: st, log: log, heartbeat: heartbeat, subs: map[chan []byte]struct{}{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go h.run(head, poll)
+	return h
+}
+
+func (h *hub) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hub) run(after int64, poll time.Duration) {
+	defer close(h.done)
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		case <-h.wake:
+		}
+		changes, err := h.st.Changes(context.Background(), after, 500)
+		if err != nil {
+			h.log.Warn("event stream: failed to read changes", "err", err)
+			continue
+		}
+		for _, a := range changes {
+			after = a.Seq
+			ev := Event{Type: "approval.decided", Approval: a}
+			if a.State == store.Pending {
+				ev.Type = "approval.requested"
+			}
+			data, _ := json.Marshal(ev)
+			h.broadcast([]byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", a.Seq, ev.Type, data)))
+		}
+		if len(changes) == 500 {
+			h.poke()
+		}
+	}
+}
+
+func (h *hub) broadcast(msg []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- msg:
+		default: // a client too slow to keep up is dropped; it can reconnect
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+func (h *hub) subscribe() (chan []byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	ch := make(chan []byte, 256)
+	h.subs[ch] = struct{}{}
+	return ch, true
+}
+
+func (h *hub) unsubscribe(ch chan []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[ch]; ok {
+		delete(h.subs, ch)
+		close(ch)
+	}
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for ch := range h.subs {
+		delete(h.subs, ch)
+		close(ch)
+	}
+	h.mu.Unlock()
+	close(h.stop)
+	<-h.done
+}
+
+func (h *hub) serve(w http.ResponseWriter, r *http.Request, _ string) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeErr(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	ch, ok := h.subscribe()
+	if !ok {
+		writeErr(w, http.StatusServiceUnavailable, "shutting down")
+		return
+	}
+	defer h.unsubscribe(ch)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": warden approvals stream\n\n")
+	fl.Flush()
+	beat := time.NewTicker(h.heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			if _, err := w.Write(msg); err != nil {
+				return
+			}
+			fl.Flush()
+		case <-beat.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}
