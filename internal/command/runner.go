@@ -12,6 +12,9 @@ type Spec struct {
 	Shell string
 	// Dir is the working directory, workspace-relative ("" or "." for the root).
 	Dir string
+	// AbsDir is Dir resolved by the caller through the workspace (an absolute
+	// host path inside it). Local needs it for any Dir other than the root.
+	AbsDir string
 	// Env is the complete environment (KEY=VALUE); the runner adds nothing.
 	Env     []string
 	Timeout time.Duration
