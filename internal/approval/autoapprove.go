@@ -41,12 +41,10 @@ type AutoApprover struct {
 }
 
 // CompileAutoApprove compiles rules. judge splits commands for
-// command_pattern; nil means the built-in conservative judge, which refuses
-// every command that is more than plain literal simple commands joined by
-// ;, &&, || or |.
+// command_pattern; nil means ShellJudge(nil).
 func CompileAutoApprove(rules []config.AutoApprove, judge CommandJudge) (*AutoApprover, error) {
 	if judge == nil {
-		judge = LiteralJudge
+		judge = ShellJudge(nil)
 	}
 	aa := &AutoApprover{judge: judge}
 	var errs []error

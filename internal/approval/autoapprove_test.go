@@ -11,6 +11,12 @@ import (
 
 func TestAutoApproveAnchoring(t *testing.T) {
 	t.Parallel()
+	for name, judge := range map[string]CommandJudge{"literal": LiteralJudge, "shellpolicy": ShellJudge(nil)} {
+		t.Run(name, func(t *testing.T) { testAnchoring(t, judge) })
+	}
+}
+
+func testAnchoring(t *testing.T, judge CommandJudge) {
 	rules := []config.AutoApprove{
 		{Tool: "shell", CommandPattern: `^(ls|cat|head|tail|wc|grep|find|echo) `},
 		{Tool: "run_command", CommandPattern: `^git status$`},
@@ -18,7 +24,7 @@ func TestAutoApproveAnchoring(t *testing.T) {
 		{Tool: "http_request", URLPattern: `^https://api\.example\.com/`},
 		{Tool: "search_code", ArgsPattern: `^\{"query":"TODO"\}$`},
 	}
-	aa, err := CompileAutoApprove(rules, nil)
+	aa, err := CompileAutoApprove(rules, judge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +53,10 @@ func TestAutoApproveAnchoring(t *testing.T) {
 		{"run_command", `{"command":"PATH=/tmp/evil ls x"}`, false, "assignment"},
 		{"run_command", `{"command":"find . -delete"}`, false, "find action"},
 		{"run_command", `{"command":"find . -exec rm {} ;"}`, false, "find -exec"},
+		{"run_command", `{"command":"find . -exec rm {} \\;"}`, false, "find -exec, terminated"},
+		{"run_command", `{"command":"grep -r x . | xargs rm"}`, false, "xargs in a pipe"},
+		{"run_command", `{"command":"sudo ls x"}`, false, "sudo"},
+		{"run_command", `{"command":"cat /dev/zero | dd of=/dev/sda"}`, false, "dd onto a device"},
 		{"run_command", `{"command":"(ls x; rm -rf x)"}`, false, "subshell"},
 		{"run_command", `{"command":"{ ls x; rm -rf x; }"}`, false, "block"},
 		{"run_command", `{"command":"if ls x; then rm -rf x; fi"}`, false, "if"},

@@ -32,7 +32,7 @@ func SupervisorIDs(a *config.Approval) []string {
 
 // OptionsFromConfig fills broker Options from cfg's [security.approval]:
 // timeout, on_timeout, supervisors, auto-approve rules (commands judged by
-// judge, nil for LiteralJudge), the webhook channel and Remote. The caller
+// judge, nil for ShellJudgeFromConfig(cfg)), the webhook channel and Remote. The caller
 // sets Store, Prompt, Audit and Logger, and calls closeFn when done.
 func OptionsFromConfig(cfg *config.Config, judge CommandJudge) (o Options, closeFn func() error, err error) {
 	ac := &cfg.Security.Approval
@@ -40,6 +40,11 @@ func OptionsFromConfig(cfg *config.Config, judge CommandJudge) (o Options, close
 	o.Timeout = time.Duration(ac.TimeoutSecs) * time.Second
 	o.OnTimeout = ac.OnTimeout
 	o.Supervisors = SupervisorIDs(ac)
+	if judge == nil {
+		if judge, err = ShellJudgeFromConfig(cfg); err != nil {
+			return o, closeFn, err
+		}
+	}
 	if o.Auto, err = CompileAutoApprove(ac.AutoApprove, judge); err != nil {
 		return o, closeFn, fmt.Errorf("security.approval.auto_approve: %w", err)
 	}

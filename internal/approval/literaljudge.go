@@ -28,13 +28,12 @@ var findActions = []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fp
 // errUnjudgeable marks a command LiteralJudge will not vouch for.
 var errUnjudgeable = errors.New("command is not plain enough to auto-approve")
 
-// LiteralJudge is the conservative CommandJudge used until a full shell
-// policy is wired in. It accepts only simple commands made of literal words
+// LiteralJudge is the conservative structural half of ShellJudge. It accepts only simple commands made of literal words
 // (quoted or not), joined by ;, &&, || or |, without redirections,
 // assignments, expansions, substitutions, subshells, functions, control
 // flow, background jobs or wrapper commands. Anything else is an error, so
 // it is never auto-approved and a person is asked. It does not know the
-// blocklist: the engine applies that before a call is ever supervised.
+// blocklist; ShellJudge adds that.
 func LiteralJudge(cmd string) (*CommandVerdict, error) {
 	if len(cmd) > maxJudgedCommand {
 		return nil, fmt.Errorf("%w: longer than %d bytes", errUnjudgeable, maxJudgedCommand)
