@@ -185,6 +185,9 @@ func FormatValue(v any) string {
 	case int, int64, bool, float64:
 		return fmt.Sprint(v)
 	}
+	if rv := reflect.ValueOf(v); (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map) && rv.Len() == 0 {
+		return map[bool]string{true: "[]", false: "{}"}[rv.Kind() == reflect.Slice]
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
