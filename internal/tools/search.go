@@ -217,15 +217,24 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 	c := &collector{max: max}
 	workers := runtime.GOMAXPROCS(0)
 	bufs := make([][]byte, workers)
+	var rootErr error
 	st, err := walkTree(ctx, env.FS, root, walkOptions{
 		workers: workers,
 		onFile: func(w int, e *entry) {
+			if e.depth == 0 {
+				// A file named as the path: its errors are the caller's.
+				bufs[w], rootErr = searchFile(env.FS, m, e.rel, bufs[w], context, max, c)
+				return
+			}
 			if glob != nil && !glob(e, root) {
 				return
 			}
-			bufs[w] = searchFile(env.FS, m, e.rel, bufs[w], context, max, c)
+			bufs[w], _ = searchFile(env.FS, m, e.rel, bufs[w], context, max, c)
 		},
 	})
+	if err == nil {
+		err = rootErr
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", tool, err)
 	}
@@ -309,12 +318,13 @@ func compileGlob(glob string) (func(e *entry, root string) bool, error) {
 }
 
 // searchFile searches one file and hands its result to c. buf is the
-// worker's reusable read buffer; the possibly grown buffer is returned.
-func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, max int, c *collector) []byte {
-	data, buf, skip := readForSearch(fsys, rel, buf)
+// worker's reusable read buffer; the possibly grown buffer is returned,
+// with the error that made the file unreadable, if any.
+func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, max int, c *collector) ([]byte, error) {
+	data, buf, skip, err := readForSearch(fsys, rel, buf)
 	if skip != skipNone {
 		c.skip(skip == skipBinary, skip == skipLarge, skip == skipUnreadable)
-		return buf
+		return buf, err
 	}
 	r := fileResult{path: rel}
 	type hit struct{ n, start, end int }
@@ -369,7 +379,7 @@ func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, 
 		r.lines = out
 	}
 	c.add(r)
-	return buf
+	return buf, nil
 }
 
 func max0(a, b int) int {
@@ -416,10 +426,10 @@ const (
 )
 
 // readForSearch reads rel through fsys into buf (grown as needed).
-func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, skipReason) {
+func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, skipReason, error) {
 	f, err := fsys.Open(rel)
 	if err != nil {
-		return nil, buf, skipUnreadable
+		return nil, buf, skipUnreadable, err
 	}
 	defer f.Close()
 	if cap(buf) < 64<<10 {
@@ -429,7 +439,7 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > searchMaxFileSize {
-				return nil, buf, skipLarge
+				return nil, buf, skipLarge, nil
 			}
 			buf = slices.Grow(buf, len(buf))
 		}
@@ -439,20 +449,20 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 			break
 		}
 		if err != nil {
-			return nil, buf, skipUnreadable
+			return nil, buf, skipUnreadable, err
 		}
 	}
 	if len(buf) > searchMaxFileSize {
-		return nil, buf, skipLarge
+		return nil, buf, skipLarge, nil
 	}
 	probe := buf
 	if len(probe) > searchBinaryProbe {
 		probe = probe[:searchBinaryProbe]
 	}
 	if indexByteFrom(probe, 0, 0) < len(probe) {
-		return nil, buf, skipBinary
+		return nil, buf, skipBinary, nil
 	}
-	return buf, buf, skipNone
+	return buf, buf, skipNone, nil
 }
 
 // cutLine renders a line for output: invalid UTF-8 replaced, cut to
