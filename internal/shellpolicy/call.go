@@ -51,10 +51,11 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stdin) {
 		j.substs(w)
 	}
 	argsFeed := j.anyFeeds(start)
+	netIn := false
 	for _, r := range s.Redirs {
 		if isInput(r.Op) && r.Word != nil {
 			if t, ok := j.staticWord(r.Word); ok && isNetDev(t) {
-				in = stdinFed
+				netIn = true // reads from the network: its output is untrusted code
 			}
 		}
 	}
@@ -95,6 +96,9 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stdin) {
 		strs[k] = a.val
 	}
 	best.m.echoed = best.echoed
+	if netIn {
+		best.m.feeds = true
+	}
 	i := j.add(Simple{Argv: strs, Text: text, Class: best.class, Why: best.why, Pos: j.pos(c.Pos())}, best.m)
 	if w := j.redirects(s.Redirs, i); w != "" && i >= 0 && j.v.Commands[i].Rule == "" {
 		j.v.Commands[i].Class, j.v.Commands[i].Why = Dangerous, w
@@ -157,8 +161,11 @@ func (j *judge) judgeArgv(argv []arg, ctx *callCtx) res {
 	if strings.ContainsRune(base, '/') {
 		relative = !strings.HasPrefix(base, "/")
 		base = path.Base(base)
+		if base == "." || base == ".." {
+			base = ""
+		}
 	}
-	if base == "" || base == "." || base == "/" {
+	if base == "" || base == "/" {
 		r.worse(Dangerous, "empty command name")
 		return r
 	}

@@ -80,10 +80,10 @@ type judge struct {
 	// inner is true while walking a re-parsed string: positions point at base.
 	inner bool
 
-	vars    map[string]*varInfo
-	funcs   map[string]*syntax.FuncDecl
-	aliases map[string]string
-	calling map[string]bool // functions being judged at a call site
+	vars      map[string]*varInfo
+	funcs     map[string]*syntax.FuncDecl
+	aliases   map[string]string
+	calling   map[string]bool // functions being judged at a call site
 	wrapDepth int
 	lenient   int // >0 while judging strings found in interpreter code
 	// cwd is where a cd in the input moved ("" the workspace, "?" unknown).

@@ -2,6 +2,7 @@ package shellpolicy
 
 import (
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -14,6 +15,16 @@ var systemDirs = map[string]bool{
 	"snap": true, "nix": true, "lost+found": true, "Applications": true, "Library": true,
 	"System": true, "Users": true, "Volumes": true, "private": true, "cores": true,
 }
+
+// systemDirList is systemDirs in a stable order, for stable reasons.
+var systemDirList = func() []string {
+	l := make([]string, 0, len(systemDirs))
+	for d := range systemDirs {
+		l = append(l, d)
+	}
+	sort.Strings(l)
+	return l
+}()
 
 // rules applies the hard blocklist to one argv (base is argv[0]'s base name).
 func (j *judge) rules(base string, argv []arg, r *res) {
@@ -141,13 +152,22 @@ func (j *judge) rmRule(args []arg, r *res) {
 }
 
 func (j *judge) findDeleteRule(args []arg, r *res) {
-	del := false
+	del, filtered := false, false
 	for _, a := range args {
-		if a.val == "-delete" {
+		switch a.val {
+		case "-delete":
 			del = true
+		case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
+			"-lname", "-ilname", "-inum", "-samefile", "-newer", "-anewer", "-cnewer", "-mtime", "-mmin",
+			"-atime", "-amin", "-ctime", "-cmin", "-size", "-user", "-group", "-uid", "-gid", "-empty",
+			"-perm", "-links", "-nouser", "-nogroup", "-used", "-fstype", "-context":
+			filtered = true
+		}
+		if strings.HasPrefix(a.val, "-newer") {
+			filtered = true
 		}
 	}
-	if !del {
+	if !del || filtered {
 		return
 	}
 	for _, a := range args {
@@ -167,7 +187,7 @@ func (j *judge) findDeleteRule(args []arg, r *res) {
 func (j *judge) rootTarget(a arg) string {
 	v := a.val
 	if a.computed {
-		raw := strings.Trim(v, `"'`)
+		raw := strings.NewReplacer(`"`, "", `'`, "").Replace(v)
 		switch {
 		case strings.HasPrefix(raw, "$HOME") || strings.HasPrefix(raw, "${HOME"):
 			return "the home directory"
@@ -236,7 +256,7 @@ func absTarget(v string) string {
 			return "a system directory"
 		}
 		if isGlob(first) {
-			for d := range systemDirs {
+			for _, d := range systemDirList {
 				if ok, _ := path.Match(first, d); ok {
 					return "a pattern matching system directory /" + d
 				}
@@ -256,7 +276,7 @@ func absTarget(v string) string {
 		}
 	}
 	if isGlob(first) && len(comps) <= 2 {
-		for d := range systemDirs {
+		for _, d := range systemDirList {
 			if ok, _ := path.Match(first, d); ok && d != "tmp" {
 				return "a pattern matching system directory /" + d
 			}

@@ -98,8 +98,12 @@ func hasGlob(w *syntax.Word) bool {
 			switch s[i] {
 			case '\\':
 				i++
-			case '*', '?', '[':
+			case '*', '?':
 				return true
+			case '[':
+				if strings.IndexByte(s[i+1:], ']') >= 0 {
+					return true
+				}
 			}
 		}
 	}

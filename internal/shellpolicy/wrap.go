@@ -251,6 +251,9 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 	j.wrapDepth++
 	j.wrapInner(base, args[idx:], ctx, r, floor, floorWhy)
 	j.wrapDepth--
+	if base == "xargs" && ctx.in == stdinFed && r.m.interpreter && r.rule == "" {
+		r.block(RuleDownloadToInterpreter, p, "xargs hands downloaded or decoded data to %s", args[idx].val)
+	}
 	return true
 }
 
