@@ -224,6 +224,9 @@ func (p *Plan) validate() error {
 
 // within reports whether p is dir or below it (both clean and absolute).
 func within(dir, p string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 

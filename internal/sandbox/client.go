@@ -194,7 +194,7 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 	addFD := func(f *os.File) int { files = append(files, f); return 2 + len(files) }
 	seccompState := "not built"
 	if seccompProgram != nil {
-		prog, err := seccompProgram()
+		prog, err := seccompProgram(s.Lockdown)
 		if err != nil {
 			return nil, fmt.Errorf("failed to build the seccomp filter: %w", err)
 		}

@@ -1,14 +1,22 @@
 package sandbox
 
+import "github.com/wardenhq/warden/internal/sandbox/seccomp"
+
 // The seccomp program and the Landlock layer come from
 // internal/sandbox/seccomp and internal/sandbox/landlock. These variables
 // are the seams through which this package uses them; while one is nil the
-// corresponding layer is reported as "not built" (and landlock = "on" fails
-// closed).
+// corresponding layer is reported as "not built in" (and landlock = "on"
+// fails closed).
 
 // seccompProgram returns the raw struct sock_filter array handed to
-// bubblewrap with --seccomp.
-var seccompProgram func() ([]byte, error)
+// bubblewrap with --seccomp. Under lockdown it also denies IP sockets.
+var seccompProgram = func(lockdown bool) ([]byte, error) {
+	prog, err := seccomp.Program(&seccomp.Options{DenyNetwork: lockdown})
+	if err != nil {
+		return nil, err
+	}
+	return seccomp.Assemble(prog)
+}
 
 // landlockRestrict restricts the calling process (and its future children)
 // to reading ro and writing rw. mode is LandlockAuto or LandlockOn; it

@@ -290,7 +290,8 @@ func TestJailForkBomb(t *testing.T) {
 		worst = max(worst, time.Since(t0))
 		time.Sleep(200 * time.Millisecond)
 	}
-	if worst > 2*time.Second {
+	t.Logf("worst host process start during the bomb: %v", worst)
+	if worst > 5*time.Second {
 		t.Errorf("host start latency during the bomb: %v", worst)
 	}
 	if n := len(w.cg.pids()); n > PidsMaxLockdown {

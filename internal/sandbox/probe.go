@@ -43,7 +43,7 @@ func Probe(ctx context.Context, bwrap string) HostReport {
 		r.Seccomp = "not supported by the kernel: " + err.Error()
 	} else if seccompProgram == nil {
 		r.Seccomp = "kernel supports filters; warden's filter is not built in"
-	} else if _, err := seccompProgram(); err != nil {
+	} else if _, err := seccompProgram(false); err != nil {
 		r.Seccomp = "filter fails to build: " + err.Error()
 	} else {
 		r.Seccomp = "kernel supports filters; warden's filter builds"

@@ -147,6 +147,10 @@ type WireError struct {
 	Rule    string `json:"rule,omitempty"`
 }
 
+// kindSentinels maps wire kinds to the errors they stand for, most
+// specific first (ENOTEMPTY also matches fs.ErrExist). A decoded error
+// unwraps to the value listed, so errors.Is works for the sentinel and,
+// for system errors, for the errno and its fs.Err* class alike.
 var kindSentinels = []struct {
 	kind string
 	err  error
@@ -159,13 +163,13 @@ var kindSentinels = []struct {
 	{KindHardLink, workspace.ErrHardLink},
 	{KindSymlink, workspace.ErrSymlink},
 	{KindNotRegular, workspace.ErrNotRegular},
-	{KindNotExist, fs.ErrNotExist},
-	{KindExist, fs.ErrExist},
-	{KindPermission, fs.ErrPermission},
 	{KindNotDir, syscall.ENOTDIR},
 	{KindIsDir, syscall.EISDIR},
 	{KindNotEmpty, syscall.ENOTEMPTY},
 	{KindReadOnly, syscall.EROFS},
+	{KindNotExist, syscall.ENOENT},
+	{KindExist, syscall.EEXIST},
+	{KindPermission, syscall.EACCES},
 }
 
 // errorKind classifies err for the wire.
@@ -174,6 +178,14 @@ func errorKind(err error) string {
 		if errors.Is(err, ks.err) {
 			return ks.kind
 		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return KindNotExist
+	case errors.Is(err, fs.ErrExist):
+		return KindExist
+	case errors.Is(err, fs.ErrPermission):
+		return KindPermission
 	}
 	return KindOther
 }

@@ -25,7 +25,9 @@ import (
 // Concurrency: requests are multiplexed by id. Each request runs in its own
 // goroutine (at most MaxInFlight at once; further lines wait to be read), and
 // responses are written whole, one line each, in completion order. A slow
-// command therefore does not hold up a file read issued after it.
+// command therefore does not hold up a file read issued after it; requests
+// in flight at the same time have no order between them, so a client that
+// needs one (write, then read) waits for the first response.
 type Server struct {
 	Root *workspace.Root
 	// Runner runs exec requests; nil refuses them.
@@ -128,11 +130,15 @@ func parseRequest(line []byte) (*Request, *Response) {
 	}
 	if err != nil {
 		// Answer with the id if one can be read, so the caller is not left waiting.
-		var probe struct {
-			ID uint64 `json:"id"`
+		id := req.ID
+		if id == 0 {
+			var probe struct {
+				ID uint64 `json:"id"`
+			}
+			_ = json.Unmarshal(line, &probe)
+			id = probe.ID
 		}
-		_ = json.Unmarshal(line, &probe)
-		return nil, badRequest(probe.ID, "malformed request: %v", err)
+		return nil, badRequest(id, "malformed request: %v", err)
 	}
 	if req.ID == 0 {
 		return nil, badRequest(0, "request id must be a positive integer")
