@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+func init() { commands = append(commands, newApprovalsCmd) }
+
+// dbFlag adds --db to cmd: the approvals database, default $WARDEN_DB or
+// $XDG_STATE_HOME/warden/warden.db.
+func dbFlag(cmd *cobra.Command) *string {
+	return cmd.PersistentFlags().String("db", "", "approvals and audit database (default $WARDEN_DB, else $XDG_STATE_HOME/warden/warden.db)")
+}
+
+func openApprovalStore(db string) (*store.SQLite, error) {
+	if db == "" {
+		var err error
+		if db, err = store.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	return store.OpenSQLite(db, nil)
+}
+
+// newApprovalBroker builds the approval broker for cfg on the database db
+// ("" for the default): the terminal prompt when stdin and stderr are a
+// terminal, the configured channels, the supervisors. close releases it.
+func newApprovalBroker(ctx context.Context, cfg *config.Config, db string, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
+	st, err := openApprovalStore(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	o, closeChannels, err := approval.OptionsFromConfig(cfg, nil)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	o.Store, o.Logger = st, log
+	if mirror != nil {
+		o.Audit = mirror
+	}
+	if approval.IsTerminal(os.Stdin, os.Stderr) {
+		o.Prompt = approval.NewTerminal(os.Stdin, os.Stderr)
+	}
+	b, err := approval.New(ctx, o)
+	if err != nil {
+		closeChannels()
+		st.Close()
+		return nil, nil, err
+	}
+	return b, func() { closeChannels(); st.Close() }, nil
+}
+
+func newApprovalsCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List, show, approve and deny approval requests",
+		Long: `Approval requests live in a database shared by every warden process, so a
+call waiting in one terminal can be decided from another.
+
+Who may decide: the supervisors configured in [security.approval] (supervisors
+= [{id, token_env}] or supervisor_id). On the command line, --as or
+WARDEN_SUPERVISOR names the supervisor; no secret proves it: the local user who
+can write the database is trusted (the HTTP API of 'warden serve' needs the
+supervisor's bearer token instead).`,
+	}
+	db := dbFlag(cmd)
+	var status string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List approval requests (newest first)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			var f store.Filter
+			if status != "" {
+				st, err := store.ParseState(status)
+				if err != nil {
+					return usageErr("--status: %v", err)
+				}
+				f.State = st
+			}
+			st, err := openApprovalStore(*db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			l, err := st.List(c.Context(), f)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if l == nil {
+					l = []*store.Approval{}
+				}
+				return writeJSONOut(c.OutOrStdout(), l)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tCREATED\tDECIDED_BY\tARGUMENTS")
+			for _, a := range l {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, approval.Printable(a.Tool, 40),
+					a.CreatedAt.Local().Format(time.DateTime), approval.Printable(a.DecidedBy, 40), approval.Printable(string(a.Args), 60))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&status, "status", "", "only requests in this state: pending, approved, executed, denied, timed_out, cancelled")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one approval request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := openApprovalStore(*db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			a, err := st.Get(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSONOut(c.OutOrStdout(), a)
+			}
+			w := c.OutOrStdout()
+			p := func(k, v string) {
+				if v != "" {
+					fmt.Fprintf(w, "%-17s %s\n", k+":", approval.Printable(v, 0))
+				}
+			}
+			p("request_id", a.ID)
+			p("state", string(a.State))
+			p("tool", a.Tool)
+			p("arguments", string(a.Args))
+			p("args_hash", a.ArgsHash)
+			p("workspace", a.Workspace)
+			p("session_id", a.Session)
+			p("agent", a.Agent)
+			p("rule", a.Rule)
+			p("risk", a.Risk)
+			p("created_at", a.CreatedAt.Local().Format(time.RFC3339))
+			p("expires_at", a.ExpiresAt.Local().Format(time.RFC3339))
+			p("decision", a.Decision)
+			p("decided_by", a.DecidedBy)
+			if !a.DecidedAt.IsZero() {
+				p("decided_at", a.DecidedAt.Local().Format(time.RFC3339))
+			}
+			p("reason", a.Reason)
+			p("execution_result", a.ExecutionResult)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, newDecideCmd(g, db, true), newDecideCmd(g, db, false))
+	return cmd
+}
+
+func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
+	var as, reason string
+	verb := map[bool]string{true: "approve", false: "deny"}[approve]
+	c := &cobra.Command{
+		Use:   verb + " ID",
+		Short: map[bool]string{true: "Approve a pending request", false: "Deny a pending request; the reason reaches the agent"}[approve],
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if !approve && strings.TrimSpace(reason) == "" {
+				return usageErr("deny needs --reason: the agent is told why")
+			}
+			if as == "" {
+				as = os.Getenv("WARDEN_SUPERVISOR")
+			}
+			log := newLogger(c.ErrOrStderr())
+			cfg, err := loadApprovalConfig(g, log)
+			if err != nil {
+				return err
+			}
+			sups := approval.SupervisorIDs(&cfg.Security.Approval)
+			if as == "" {
+				return usageErr("say which supervisor decides: --as ID or WARDEN_SUPERVISOR (configured: %s)", listOrNone(sups))
+			}
+			st, err := openApprovalStore(*db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: sups, Logger: log})
+			if err != nil {
+				return err
+			}
+			a, err := b.Decide(c.Context(), args[0], as, approve, reason)
+			if errors.Is(err, approval.ErrNotSupervisor) {
+				return fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
+			}
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSONOut(c.OutOrStdout(), a)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&as, "as", "", "the supervisor deciding (default $WARDEN_SUPERVISOR)")
+	c.Flags().StringVar(&reason, "reason", "", map[bool]string{true: "why (optional)", false: "why (required; the agent reads it)"}[approve])
+	return c
+}
+
+// loadApprovalConfig loads the effective configuration for the approval
+// commands.
+func loadApprovalConfig(g *globalFlags, log *slog.Logger) (*config.Config, error) {
+	return loadConfig(g, setupOptions{}, log)
+}
+
+func listOrNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
