@@ -234,7 +234,13 @@ func (ld *loader) file(path, kind string, workspace bool) *layer {
 		ld.errs = append(ld.errs, &Error{File: path, Msg: err.Error()})
 		return nil
 	}
+	return ld.parse(path, data, kind)
+}
+
+// parse decodes and validates the contents of one file.
+func (ld *loader) parse(path string, data []byte, kind string) *layer {
 	var root *node
+	var err error
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".toml":
 		root, err = parseTOML(path, data)

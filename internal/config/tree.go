@@ -366,6 +366,10 @@ func (y *yamlBuilder) value(n *yaml.Node) *node {
 				y.fail(k, "YAML merge keys (<<) are not supported in warden configuration")
 				continue
 			}
+			if k.ShortTag() != "!!str" {
+				y.fail(k, "a key must be a string, not %s %q (quote it)", strings.TrimPrefix(k.ShortTag(), "!!"), k.Value)
+				continue
+			}
 			if _, dup := t.field[k.Value]; dup {
 				first := t.kpos[k.Value]
 				y.errs.list = append(y.errs.list, &Error{File: y.errs.file, Line: k.Line, Col: k.Column, Key: k.Value,
