@@ -6,6 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/config"
 )
 
 // TestMain doubles as `warden worker`: the jails started by the tests
@@ -19,7 +23,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if len(os.Args) > 2 && os.Args[1] == "hold-jail" {
+		holdJail(os.Args[2])
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// holdJail starts a jail on dir, starts a long command in it, prints the
+// jail's process ids and waits to be killed: the stand-in for a warden
+// that dies without cleaning up.
+func holdJail(dir string) {
+	w, err := Start(context.Background(), &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	go w.Runner().Run(context.Background(), command.Spec{Shell: "sleep 1000 & sleep 1000", Timeout: 500 * time.Second})
+	for len(w.cg.pids()) < 4 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Println(w.cmd.Process.Pid, w.cg.dir, w.cg.pids())
+	select {}
 }
 
 // needJail skips a test that needs a real jail when bubblewrap is missing,
