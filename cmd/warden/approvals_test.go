@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+const approvalsChildEnv = "WARDEN_TEST_APPROVALS_CHILD_DB"
+
+// TestApprovalsChild is the waiting process of TestApprovalsTwoProcesses:
+// it asks through the broker the CLI builds and prints the outcome.
+func TestApprovalsChild(t *testing.T) {
+	db := os.Getenv(approvalsChildEnv)
+	if db == "" {
+		t.Skip("run by TestApprovalsTwoProcesses")
+	}
+	cfg := config.Default()
+	cfg.Security.Approval.NotifyChannel = "api"
+	cfg.Security.Approval.Supervisors = []config.Supervisor{{ID: "alice"}}
+	b, closeFn, err := newApprovalBroker(context.Background(), cfg, db, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	out, err := b.Ask(context.Background(), &approval.Request{Tool: "run_command", Args: json.RawMessage(`{"command":"make test"}`), Session: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// One process waits for approval; another approves it through the CLI.
+func TestApprovalsTwoProcesses(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "warden.db")
+	cfgFile := filepath.Join(dir, "warden.toml")
+	os.WriteFile(cfgFile, []byte("[security.approval]\nsupervisors = [{id = \"alice\", token_env = \"ALICE_TOKEN\"}]\n"), 0o600)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("WARDEN_SUPERVISOR", "")
+
+	var childOut bytes.Buffer
+	child := exec.Command(os.Args[0], "-test.run=^TestApprovalsChild$", "-test.v")
+	child.Env = append(os.Environ(), approvalsChildEnv+"="+db)
+	child.Stdout = &childOut
+	child.Stderr = &childOut
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+
+	st, err := store.OpenSQLite(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var id string
+	for deadline := time.Now().Add(30 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if l, _ := st.List(t.Context(), store.Filter{State: store.Pending}); len(l) == 1 {
+			id = l[0].ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("the child never asked:\n%s", childOut.String())
+	}
+
+	cli := func(args ...string) (string, string, error) {
+		var stdout, stderr bytes.Buffer
+		root := newRootCmd(&stdout, &stderr)
+		root.SetArgs(append([]string{"--config", cfgFile}, args...))
+		err := root.Execute()
+		return stdout.String(), stderr.String(), err
+	}
+	if _, _, err := cli("approvals", "approve", id, "--db", db, "--as", "mallory"); err == nil {
+		t.Fatal("mallory approved")
+	}
+	start := time.Now()
+	stdout, stderr, err := cli("approvals", "approve", id, "--db", db, "--as", "alice", "--reason", "ship it")
+	if err != nil {
+		t.Fatalf("approve: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, id+" APPROVED by alice") {
+		t.Errorf("approve said %q", stdout)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, childOut.String())
+	}
+	t.Logf("the waiting process ended %s after the CLI approved", time.Since(start))
+	if !strings.Contains(childOut.String(), `"Approved":true`) || !strings.Contains(childOut.String(), `"By":"alice"`) {
+		t.Fatalf("child outcome:\n%s", childOut.String())
+	}
+	if _, _, err := cli("approvals", "deny", id, "--db", db, "--as", "alice", "--reason", "too late"); err == nil || !strings.Contains(err.Error(), "already APPROVED") {
+		t.Errorf("late denial: %v", err)
+	}
+	stdout, _, err = cli("audit", "verify", "--db", db)
+	if err != nil || !strings.Contains(stdout, "audit chain intact") {
+		t.Errorf("audit verify: %v %s", err, stdout)
+	}
+	st.DB().Exec("UPDATE audit SET record = replace(record, 'alice', 'bob') WHERE event = 'approval'")
+	if _, _, err := cli("audit", "verify", "--db", db); err == nil || !strings.Contains(err.Error(), "audit chain broken at row") {
+		t.Errorf("tampered chain: %v", err)
+	}
+}
