@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,6 +99,32 @@ var victims = map[string]func() string{
 	"clone3":        func() string { return raw(unix.SYS_CLONE3, 0, 0) },
 	"clone-newuser": cloneNewUser,
 	"exec-true":     func() string { return errResult(exec.Command("/bin/true").Run()) },
+	"bench-getpid":  func() string { return benchLoop(func() { unix.RawSyscall(unix.SYS_GETPID, 0, 0, 0) }) },
+	"bench-ioctl": func() string {
+		var p [2]int
+		if err := unix.Pipe(p[:]); err != nil {
+			return err.Error()
+		}
+		var n int32
+		return benchLoop(func() {
+			unix.RawSyscall(unix.SYS_IOCTL, uintptr(p[0]), unix.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+		})
+	},
+}
+
+// benchEnv is the number of calls a bench- victim makes.
+const benchEnv = "WARDEN_SECCOMP_BENCH_N"
+
+func benchLoop(f func()) string {
+	n, err := strconv.Atoi(os.Getenv(benchEnv))
+	if err != nil || n <= 0 {
+		return "bad " + benchEnv
+	}
+	start := time.Now()
+	for range n {
+		f()
+	}
+	return strconv.FormatFloat(float64(time.Since(start).Nanoseconds())/float64(n), 'f', 1, 64)
 }
 
 // tiocsti pushes a byte into the input of a fresh pseudo-terminal that it
@@ -147,7 +174,7 @@ var (
 
 // requireBwrap skips the test when bubblewrap cannot run here, or fails it
 // when WARDEN_REQUIRE_SANDBOX=1 (CI).
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	bwrapOnce.Do(func() {
 		path, err := exec.LookPath("bwrap")
@@ -176,7 +203,7 @@ type jailRun struct {
 
 // runJailed runs argv under bwrap, with the default filter passed as
 // --seccomp 3 when filter is true.
-func runJailed(t *testing.T, filter bool, env []string, argv ...string) jailRun {
+func runJailed(t testing.TB, filter bool, env []string, argv ...string) jailRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -321,5 +348,30 @@ func TestRealPrograms(t *testing.T) {
 	got = runJailed(t, true, nil, sortPath, "-n", "--parallel=2", "-S", "100M", in)
 	if got.code != 0 || !strings.HasPrefix(got.stdout, "0\n1\n2\n") || strings.Count(got.stdout, "\n") != lines {
 		t.Errorf("threaded sort under the filter: exit %d, %d lines, stderr:\n%s", got.code, strings.Count(got.stdout, "\n"), got.stderr)
+	}
+}
+
+// BenchmarkSyscall measures, inside bwrap, what one system call costs with
+// and without the filter: getpid (whose verdict the kernel caches, as for
+// every call no rule inspects the arguments of) and ioctl (which the filter
+// evaluates on every call). The ns/call metric is the victim's own timing;
+// ns/op also counts starting bwrap.
+func BenchmarkSyscall(b *testing.B) {
+	requireBwrap(b)
+	for _, call := range []string{"getpid", "ioctl"} {
+		for _, filter := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/filter=%v", call, filter), func(b *testing.B) {
+				var sum float64
+				for range b.N {
+					got := runJailed(b, filter, []string{victimEnv + "=bench-" + call, benchEnv + "=500000"}, os.Args[0])
+					v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(got.stdout, "result=")), 64)
+					if err != nil || got.code != 0 {
+						b.Fatalf("bench victim: %q exit %d: %s", got.stdout, got.code, got.stderr)
+					}
+					sum += v
+				}
+				b.ReportMetric(sum/float64(b.N), "ns/call")
+			})
+		}
 	}
 }
