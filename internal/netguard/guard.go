@@ -83,7 +83,6 @@ var v6Rules = rules(
 
 // Forms of IPv6 address that carry an IPv4 address the packets end up at.
 var (
-	mapped     = netip.MustParsePrefix("::ffff:0:0/96")   // IPv4-mapped
 	translated = netip.MustParsePrefix("::ffff:0:0:0/96") // IPv4-translated (SIIT)
 	compatible = netip.MustParsePrefix("::/96")           // IPv4-compatible (deprecated)
 	nat64      = netip.MustParsePrefix("64:ff9b::/96")    // well-known NAT64
