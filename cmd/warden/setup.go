@@ -9,8 +9,10 @@ import (
 	"os"
 
 	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
+	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
@@ -74,13 +76,38 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 	if so.session == "" {
 		so.session = newSessionID("cli")
 	}
-	env := &tools.Env{FS: root, Root: root, Config: cfg, Session: so.session, Agent: so.agent}
+	env := &tools.Env{Root: root, Config: cfg, Session: so.session, Agent: so.agent}
+	env.FS, env.Runner = workspace.FS(root), command.Runner(&command.Local{Root: root.Dir()})
+	if sandbox.Enabled(cfg.Sandbox) {
+		// Every effect goes through the jailed worker, started on first use;
+		// it never falls back to the host.
+		if cfg.Sandbox.Invalid != "" {
+			a.log.Error("the [sandbox] section is invalid; running in lockdown (no network, read-only workspace)", "why", cfg.Sandbox.Invalid)
+		}
+		m := sandbox.NewManager(a.log)
+		a.closers = append(a.closers, m.Close)
+		opts := &sandbox.Options{
+			Workspace: root.Dir(), Sandbox: cfg.Sandbox,
+			Mask: cfg.Security.Mask, Protected: cfg.Security.Protected,
+			EnvAllowlist: cfg.Commands.EnvAllowlist, Logger: a.log,
+		}
+		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
+	}
+	var hooks engine.HookRunner
+	if len(cfg.Hooks.PostEdit) > 0 {
+		hooks = &engine.PostEditHooks{
+			Hooks:  cfg.Hooks.PostEdit,
+			Runner: env.Runner,
+			Env:    command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv),
+		}
+	}
 	eng, err := engine.New(engine.Options{
 		Registry:  tools.Builtin(cfg),
 		Env:       env,
 		AgentName: so.agent,
 		Audit:     sinks,
 		DryRun:    so.dryRun,
+		Hooks:     hooks,
 		Log:       a.log,
 	})
 	if err != nil {

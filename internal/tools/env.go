@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/workspace"
 )
@@ -12,7 +13,9 @@ type Env struct {
 	// Root is the workspace on the host. Tools use it only to check names
 	// (masks, protected paths) before a call runs; every access goes
 	// through FS, which may be the jailed worker.
-	Root   *workspace.Root
+	Root *workspace.Root
+	// Runner runs commands: on the host, or in the workspace jail.
+	Runner command.Runner
 	Config *config.Config
 	// Session and Agent identify the caller, for audit and approvals.
 	Session string
