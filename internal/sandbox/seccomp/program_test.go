@@ -466,3 +466,75 @@ func FuzzProgramVM(f *testing.F) {
 		}
 	})
 }
+
+// countingRun is a second, minimal interpreter for the instructions the
+// generator emits; it also counts how many run for one call.
+func countingRun(t *testing.T, prog []bpf.Instruction, d sdata) (Action, int) {
+	t.Helper()
+	in := d.vmBytes()
+	var a uint32
+	for pc, n := 0, 1; pc < len(prog); pc, n = pc+1, n+1 {
+		switch ins := prog[pc].(type) {
+		case bpf.LoadAbsolute:
+			a = binary.BigEndian.Uint32(in[ins.Off:])
+		case bpf.ALUOpConstant:
+			a &= ins.Val
+		case bpf.JumpIf:
+			var ok bool
+			switch ins.Cond {
+			case bpf.JumpEqual:
+				ok = a == ins.Val
+			case bpf.JumpNotEqual:
+				ok = a != ins.Val
+			case bpf.JumpBitsSet:
+				ok = a&ins.Val != 0
+			default:
+				t.Fatalf("unexpected jump %v", ins)
+			}
+			if ok {
+				pc += int(ins.SkipTrue)
+			} else {
+				pc += int(ins.SkipFalse)
+			}
+		case bpf.RetConstant:
+			return Action(ins.Val), n
+		default:
+			t.Fatalf("unexpected instruction %v", ins)
+		}
+	}
+	t.Fatal("ran off the end of the program")
+	return 0, 0
+}
+
+// TestPathLength checks the counting interpreter against the VM on every
+// table case and reports how many instructions common calls cost.
+func TestPathLength(t *testing.T) {
+	t.Parallel()
+	a := native(t)
+	prog, err := Program(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := newVM(t, nil)
+	worst := 0
+	for _, c := range vmCases(a) {
+		got, n := countingRun(t, prog, c.d)
+		if want := runVM(t, vm, c.d); got != want {
+			t.Errorf("%s: counting interpreter %v, VM %v", c.name, got, want)
+		}
+		worst = max(worst, n)
+	}
+	for _, c := range []struct {
+		name string
+		d    sdata
+	}{
+		{"read", call(a, unix.SYS_READ)},
+		{"ioctl TCGETS", call(a, unix.SYS_IOCTL, 0, unix.TCGETS)},
+		{"socket inet", call(a, unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM)},
+		{"foreign arch", sdata{arch: 1}},
+	} {
+		_, n := countingRun(t, prog, c.d)
+		t.Logf("%s: %d instructions", c.name, n)
+	}
+	t.Logf("longest path over the table cases: %d of %d instructions", worst, len(prog))
+}
