@@ -42,6 +42,7 @@ var attacks = []attack{
 	{why: "NUL at the end", path: "plain\x00", ops: "all", want: ErrInvalid},
 	{why: "NUL in the middle", path: "pl\x00ain", ops: "all", want: ErrInvalid},
 	{why: "NUL truncating an escape", path: "plain\x00/../../outside/secret", ops: "all", want: ErrInvalid},
+	{why: "longer than PATH_MAX", path: strings.Repeat("a/", 2049), ops: "all", want: ErrInvalid},
 
 	// Symbolic links leading out.
 	{why: "file link, absolute target", fs: []string{"l => $OUT/secret"}, path: "l", ops: "read open stat readdir walk dirpath", want: ErrEscapes},

@@ -39,8 +39,8 @@ type Options struct {
 type Root struct {
 	dir       string   // absolute host path, as the kernel names it
 	root      *os.File // O_PATH directory handle every lookup starts from
-	mask      []string
-	protected []string
+	mask      []pattern
+	protected []pattern
 }
 
 var _ FS = (*Root)(nil)
@@ -68,12 +68,16 @@ func Open(dir string, opts *Options) (*Root, error) {
 	}
 	unix.Close(probe)
 	w := &Root{dir: real, root: os.NewFile(uintptr(fd), real)}
-	w.mask = append(append([]string(nil), DefaultMask...), lower(optsMask(opts))...)
-	w.protected = append(append([]string(nil), DefaultProtected...), lower(optsProtected(opts))...)
-	for _, p := range append(append([]string(nil), w.mask...), w.protected...) {
-		if !doublestar.ValidatePattern(p) {
+	for _, p := range append(DefaultMask, lower(optsMask(opts))...) {
+		w.mask = append(w.mask, compile(p))
+	}
+	for _, p := range append(DefaultProtected, lower(optsProtected(opts))...) {
+		w.protected = append(w.protected, compile(p))
+	}
+	for _, p := range append(append([]pattern(nil), w.mask...), w.protected...) {
+		if !doublestar.ValidatePattern(p.src) {
 			w.Close()
-			return nil, fmt.Errorf("failed to open workspace %s: invalid mask or protected pattern %q", dir, p)
+			return nil, fmt.Errorf("failed to open workspace %s: invalid mask or protected pattern %q", dir, p.src)
 		}
 	}
 	return w, nil
@@ -109,13 +113,17 @@ func (w *Root) Dir() string { return w.dir }
 // Close releases the workspace. Calls already running finish; later ones fail.
 func (w *Root) Close() error { return w.root.Close() }
 
+// maxName is the kernel's PATH_MAX: a longer name could not be opened, and
+// refusing it early bounds the work of matching patterns against it.
+const maxName = 4096
+
 // Clean checks name's syntax and returns it cleaned, slash-separated and
-// relative ("." for the workspace itself). It refuses NUL bytes
-// (ErrInvalid), absolute paths and paths whose ".." climb above the
+// relative ("." for the workspace itself). It refuses NUL bytes and names
+// longer than 4096 bytes (ErrInvalid), absolute paths and paths whose ".." climb above the
 // workspace (ErrEscapes). Everything else, "%2e%2e" or "\\" included, is
 // just a name.
 func (w *Root) Clean(op, name string) (string, error) {
-	if strings.IndexByte(name, 0) >= 0 {
+	if strings.IndexByte(name, 0) >= 0 || len(name) > maxName {
 		return "", &PathError{Op: op, Path: name, Err: ErrInvalid}
 	}
 	if name == "" {
@@ -136,23 +144,6 @@ func (w *Root) MaskRule(rel string) (string, bool) { return match(w.mask, rel) }
 
 // ProtectRule returns the protected pattern matching rel, if any.
 func (w *Root) ProtectRule(rel string) (string, bool) { return match(w.protected, rel) }
-
-// match reports the first pattern matching rel or one of its parent
-// directories: a pattern that names a directory covers everything below it.
-func match(patterns []string, rel string) (string, bool) {
-	if rel == "." || rel == "" {
-		return "", false
-	}
-	l := strings.ToLower(rel)
-	for _, p := range patterns {
-		for d := l; d != "." && d != "/" && d != ""; d = path.Dir(d) {
-			if ok, _ := doublestar.Match(p, d); ok {
-				return p, true
-			}
-		}
-	}
-	return "", false
-}
 
 // check cleans name and applies the masks (and, for changes, the protected
 // paths) to the name as given. The real location of what is then opened is

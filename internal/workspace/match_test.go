@@ -1,0 +1,52 @@
+package workspace
+
+import (
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// naiveMatch is the rule the compiled patterns implement, spelled out.
+func naiveMatch(pat, rel string) bool {
+	l := strings.ToLower(rel)
+	for d := l; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		if ok, _ := doublestar.Match(pat, d); ok {
+			return true
+		}
+	}
+	return false
+}
+
+var matchPatterns = append(append([]string{
+	"**", "secrets/*.txt", "build/**", "a/b", "**/node_modules", "**/*.{crt,p12}", "**/x/**/y",
+	"docs/**/*.md", "**/[ab].key", "lit", "**/a/b", "*", "*/c",
+}, DefaultMask...), DefaultProtected...)
+
+// FuzzMatch checks the compiled patterns against the plain rule.
+func FuzzMatch(f *testing.F) {
+	for _, s := range []string{".env", "a/.env.local", "x/.ssh", "x/.ssh/id", "k.pem", "a/b/c", "secrets/a.txt",
+		"build", "build/x", "node_modules/a", ".git/hooks", ".git/hooks/x", ".git/config/x", "docs/a/b.md",
+		"a.crt", "q/b.key", "x/q/y", "litx", "lit/x", "a.pem/b", "warden.toml", ".envrc", "c/d"} {
+		f.Add(s)
+	}
+	compiled := make([]pattern, len(matchPatterns))
+	for i, p := range matchPatterns {
+		compiled[i] = compile(p)
+	}
+	f.Fuzz(func(t *testing.T, rel string) {
+		if len(rel) > 256 {
+			return // Clean refuses names over 4096 bytes; keep the naive side fast
+		}
+		rel = path.Clean(rel)
+		if strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "..") || rel == "." {
+			return
+		}
+		for i, p := range matchPatterns {
+			if got, want := compiled[i].match(strings.ToLower(rel)), naiveMatch(p, rel); got != want {
+				t.Errorf("pattern %q on %q: compiled %v, rule %v", p, rel, got, want)
+			}
+		}
+	})
+}
