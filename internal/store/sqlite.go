@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wardenhq/warden/internal/audit"
@@ -74,9 +75,15 @@ type Options struct {
 
 // SQLite is the Store on a SQLite database file.
 type SQLite struct {
-	db   *sql.DB
-	now  func() time.Time
-	path string
+	// writeMu lets one write transaction of this process at a time ask
+	// SQLite for the write lock: writers of one process queue here, in
+	// order, instead of sleeping in SQLite's busy handler while holding
+	// pool connections that readers need. Other processes still wait on
+	// the busy timeout.
+	writeMu sync.Mutex
+	db      *sql.DB
+	now     func() time.Time
+	path    string
 }
 
 var _ Store = (*SQLite)(nil)
@@ -447,6 +454,8 @@ func (s *SQLite) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*A
 
 // inTx runs f in a write transaction (BEGIN IMMEDIATE) and commits it.
 func (s *SQLite) inTx(ctx context.Context, what string, f func(*sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("failed to %s: %w", what, err)
