@@ -136,6 +136,11 @@ func (l *layer) decode(v reflect.Value, n *node, path, pattern string, inList bo
 		m := reflect.MakeMapWithSize(v.Type(), len(n.keys))
 		for _, k := range n.keys {
 			ev := reflect.New(v.Type().Elem()).Elem()
+			if ev.Kind() == reflect.Struct && !inList {
+				// The entry itself is a setting: [llm.prices.x] with no
+				// keys still creates it.
+				l.leaves = append(l.leaves, leaf{path: joinKey(path, k), written: joinKey(path, k), pattern: pattern + ".*", p: n.kpos[k], n: n.field[k]})
+			}
 			l.decode(ev, n.field[k], joinKey(path, k), pattern+".*", inList)
 			m.SetMapIndex(reflect.ValueOf(k), ev)
 		}

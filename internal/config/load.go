@@ -117,9 +117,7 @@ func load(opts LoadOptions) (*Loaded, []*Error, error) {
 	if ld.getenv == nil {
 		ld.getenv = os.LookupEnv
 	}
-	if err := ld.trusted(); err != nil {
-		return nil, nil, err
-	}
+	ld.trusted()
 	dir, err := ld.workspaceDir()
 	if err != nil {
 		return nil, nil, err
@@ -159,7 +157,7 @@ func load(opts LoadOptions) (*Loaded, []*Error, error) {
 }
 
 // trusted loads the user config and the --config file.
-func (ld *loader) trusted() error {
+func (ld *loader) trusted() {
 	user := ld.opts.UserFile
 	if user == "" {
 		dir := ""
@@ -186,7 +184,6 @@ func (ld *loader) trusted() error {
 			ld.apply(l, "user")
 		}
 	}
-	return nil
 }
 
 func (ld *loader) workspaceDir() (string, error) {

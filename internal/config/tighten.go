@@ -78,6 +78,7 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 		return c.inside(c.ws.Sandbox.RWPaths)
 	},
 	"sandbox.ro_paths": func(c *wsCheck, lf leaf) string { return c.inside(c.ws.Sandbox.ROPaths) },
+	"agents.*":         additive, // each key of the agent has its own rule
 	"llm.model":        additive,
 	"llm.timeout":      additive,
 	"llm.retries":      additive,
@@ -163,6 +164,7 @@ func checkWorkspace(l *layer, base *Config, dir string) []*Error {
 	c := &wsCheck{base: base, ws: l.cfg, layer: l, dir: dir}
 	var errs errList
 	errs.file = l.file
+	var refused []string
 	invalid := map[string]bool{}
 	for _, e := range l.errs.list {
 		invalid[e.Key] = true
@@ -174,9 +176,13 @@ func checkWorkspace(l *layer, base *Config, dir string) []*Error {
 		if invalid[lf.written] || !l.has(lf.path) {
 			continue // already reported as invalid
 		}
+		if slices.ContainsFunc(refused, func(r string) bool { return strings.HasPrefix(lf.path, r+".") }) {
+			continue // inside an entry already refused as a whole
+		}
 		rule, ok := wsRules[lf.pattern]
 		if !ok {
 			errs.add(lf.p, lf.written, lf.n.display(), "only the user config may set this")
+			refused = append(refused, lf.path)
 			continue
 		}
 		if msg := rule(c, lf); msg != "" {
