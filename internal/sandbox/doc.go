@@ -48,7 +48,10 @@
 //     command creates later is visible to commands in that jail (the file
 //     tools still refuse it). A file hard-linked to a masked file is not
 //     masked for commands (the file tools refuse hard links).
-//   - Placeholders for missing literal masks stay on the host, empty.
+//   - Placeholders for missing literal masks stay on the host, empty. A
+//     missing warden.toml or warden.yaml gets none (an empty one would make
+//     the configuration ambiguous): a command may create it, the file tools
+//     refuse it, and a workspace file can only tighten the user's config.
 //   - Kernel bugs, side channels and denial of service through memory or
 //     CPU are not covered; run warden in a VM for that.
 //   - The worker protocol trusts its peer's framing (it is warden's own

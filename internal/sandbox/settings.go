@@ -29,19 +29,19 @@ const DefaultIdleTimeout = 600 * time.Second
 
 // Settings is a [sandbox] section made safe to act on.
 type Settings struct {
-	Backend  string
-	Lockdown bool
+	Backend  string `json:"backend"`
+	Lockdown bool   `json:"lockdown"`
 	// Network shares the host network; always false under Lockdown.
-	Network  bool
-	NoGPU    bool
-	Landlock string
-	RWPaths  []string
-	ROPaths  []string
-	Mask     []string
-	Idle     time.Duration
+	Network  bool          `json:"network"`
+	NoGPU    bool          `json:"no_gpu"`
+	Landlock string        `json:"landlock"`
+	RWPaths  []string      `json:"rw_paths"`
+	ROPaths  []string      `json:"ro_paths"`
+	Mask     []string      `json:"mask"`
+	Idle     time.Duration `json:"idle_timeout_ns"`
 	// Forced says why Lockdown was imposed rather than asked for ("" if it
 	// was not): the section was invalid, or named something unknown.
-	Forced string
+	Forced string `json:"lockdown_forced_by,omitempty"`
 }
 
 // Enabled reports whether a workspace with this [sandbox] section is
