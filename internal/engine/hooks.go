@@ -25,7 +25,7 @@ const HookOutputMax = 1000
 // The edited file's name comes from the model, so it is shell-quoted
 // before it replaces {file}; it also reaches the hook as WARDEN_EDITED_FILE.
 type PostEditHooks struct {
-	Hooks  []config.Hook
+	Hooks []config.Hook
 	// Runner runs the hooks in the workspace root (on the host, or in the jail).
 	Runner command.Runner
 	// Env is the environment every hook gets (already allowlisted).

@@ -14,8 +14,7 @@ import (
 
 func TestPostEditHooks(t *testing.T) {
 	t.Parallel()
-	var f *fixture
-	f = newFixture(t, func(c *config.Config) {
+	f := newFixture(t, func(c *config.Config) {
 		c.Security.ConfirmMode = config.ModeYolo
 	}, func(o *Options) {
 		o.Hooks = &PostEditHooks{
