@@ -288,3 +288,33 @@ func TestAuditIsSanitised(t *testing.T) {
 		t.Errorf("record %+v", f.sink.recs[0])
 	}
 }
+
+func TestExplainAgreesWithCall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, func(o *Options) { o.Approver = nil })
+	cases := []struct{ tool, args, want string }{
+		{"read_file", `{"path":"x"}`, "allow"},
+		{"read_file", `{"path":"../x"}`, "deny"},
+		{"write_file", `{"path":"x","content":""}`, "ask"},
+		{"delete_file", `{"path":"x"}`, "deny"},
+		{"nope", `{}`, "deny"},
+		{"read_file", `{"path":"x","more":1}`, "deny"},
+	}
+	for _, c := range cases {
+		x := f.eng.Explain(c.tool, json.RawMessage(c.args))
+		if x.Decision != c.want {
+			t.Errorf("Explain(%s %s) = %+v, want %s", c.tool, c.args, x, c.want)
+		}
+		res := f.eng.Call(context.Background(), c.tool, json.RawMessage(c.args))
+		switch x.Decision {
+		case "deny":
+			if res.Success {
+				t.Errorf("explain says deny, Call succeeded: %s %s", c.tool, c.args)
+			}
+		case "ask":
+			if !strings.Contains(res.Error, "no approval channel") {
+				t.Errorf("explain says ask, Call did not ask: %+v", res)
+			}
+		}
+	}
+}
