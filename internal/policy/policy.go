@@ -61,25 +61,18 @@ type Call struct {
 	CommandClass string
 }
 
-// Aliases maps the tool names used by other tools' configuration to ours.
-var Aliases = map[string]string{
-	"shell":      "run_command",
-	"terminal":   "run_command",
-	"file_write": "write_file",
-	"file_edit":  "edit_file",
-	"file_read":  "read_file",
-}
-
-// Canonical returns the canonical tool name for name or an alias of it.
+// Canonical returns the canonical tool name for name or an alias of it
+// (config.ToolAliases: the names seeds 001/002 use).
 func Canonical(name string) string {
-	if c, ok := Aliases[name]; ok {
+	if c, ok := config.ToolAliases[name]; ok {
 		return c
 	}
 	return name
 }
 
-// ReadOnlyTools are the tools the plan, review and resume agents may use.
-var ReadOnlyTools = []string{"read_file", "list_files", "search_code", "grep", "find_files"}
+// ReadOnlyTools are the tools the plan, review and resume agents may use;
+// the config loader checks agents against the same list.
+var ReadOnlyTools = config.ReadOnlyTools
 
 // BuiltinAgents are the agents that exist without configuration; a nil tool
 // list means every tool. They carry no confirmation mode of their own: the
