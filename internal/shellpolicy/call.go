@@ -308,6 +308,9 @@ func interpStdin(base string, args []arg) (stdinCode, inline bool) {
 func echoText(base string, args []arg) (string, bool) {
 	var words []string
 	opts := base == "echo"
+	if base == "printf" && len(args) == 2 && !args[1].computed && (args[0].val == "%s" || args[0].val == `%s\n`) {
+		return args[1].val, true
+	}
 	for _, a := range args {
 		if a.computed {
 			return "", false

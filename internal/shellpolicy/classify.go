@@ -16,7 +16,7 @@ var safeList = []string{
 	"realpath", "readlink", "true", "false", "test", "[", "printenv", "column", "nl", "od", "hexdump",
 	"xxd", "sha256sum", "sha1sum", "sha512sum", "md5sum", "cksum", "b2sum", "seq", "sleep", "tac",
 	"rev", "paste", "join", "comm", "fold", "expand", "unexpand", "strings", "cd", "ps", "free",
-	"uptime", "nproc", "locale", "man", "sed", "awk", "gawk", "mawk", "nawk", "base64", "look",
+	"uptime", "nproc", "locale", "man", "alias", "sed", "awk", "gawk", "mawk", "nawk", "base64", "look",
 	":", "wait", "set", "shift", "exit", "return", "break", "continue", "local", "unset", "getopts", "read",
 	"git status", "git log", "git diff", "git show", "git rev-parse", "git ls-files", "git blame",
 	"git describe", "git shortlog", "git grep", "git cat-file", "git ls-tree", "git rev-list",
@@ -156,7 +156,7 @@ func gitGlobal(argv []arg) ([]arg, string) {
 			why = "unknown git option " + v
 		}
 	}
-	return append(out, argv[k:]...), why
+	return append(out, argv[min(k, len(argv)):]...), why
 }
 
 // classify gives the class of one unwrapped argv.
@@ -495,7 +495,7 @@ var noPathArgs = map[string]bool{
 	"printenv": true, "nproc": true, "locale": true, "cd": true, "tr": true, ":": true, "set": true,
 	"shift": true, "exit": true, "return": true, "break": true, "continue": true, "local": true,
 	"unset": true, "getopts": true, "wait": true, "ps": true, "free": true, "uptime": true, "kubectl": true,
-	"docker": true, "man": true, "pip": true, "pip3": true, "npm": true,
+	"docker": true, "man": true, "alias": true, "pip": true, "pip3": true, "npm": true,
 }
 
 // secretNames look like credentials; a safe command naming one is not safe.

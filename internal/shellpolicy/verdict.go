@@ -79,7 +79,7 @@ const (
 	// MaxCommands bounds the number of simple commands judged in one input,
 	// nested ones included. It is a cap on work, not a shortcut: beyond it
 	// the command is denied, never allowed.
-	MaxCommands = 20000
+	MaxCommands = 10000
 )
 
 // Options adds the user's configuration to the built-in policy. A nil

@@ -72,7 +72,13 @@ func wordRefs(w *syntax.Word, refs map[string]bool) (ok bool) {
 		case *syntax.CmdSubst, *syntax.ProcSubst, *syntax.ExtGlob:
 			ok = false
 		case *syntax.ParamExp:
-			if n.Excl || n.Param == nil || n.NestedParam != nil || n.Flags != nil || n.Index != nil {
+			if n.Index != nil {
+				if w, ok := n.Index.(*syntax.Word); !ok || w.Lit() != "@" && w.Lit() != "*" {
+					ok = false
+					return false
+				}
+			}
+			if n.Excl || n.Param == nil || n.NestedParam != nil || n.Flags != nil {
 				ok = false
 				return false
 			}
@@ -84,6 +90,15 @@ func wordRefs(w *syntax.Word, refs map[string]bool) (ok bool) {
 		return true
 	})
 	return ok
+}
+
+// plainLit reports a word that is one literal with nothing to expand.
+func plainLit(w *syntax.Word) bool {
+	if len(w.Parts) != 1 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	return ok && l.Value != "" && !strings.ContainsAny(l.Value, "\\~{*?[$`'\"")
 }
 
 // hasGlob reports unquoted, unescaped glob characters in a word.
@@ -191,6 +206,10 @@ func (j *judge) resolve(words []*syntax.Word) [][]arg {
 	seen := map[string]bool{}
 	partial := false
 	for i, w := range words {
+		if plainLit(w) {
+			static[i] = true
+			continue
+		}
 		r := map[string]bool{}
 		ok := wordRefs(w, r) && braceFields(w) <= maxBraceFields
 		for name := range r {
@@ -217,6 +236,14 @@ func (j *judge) resolve(words []*syntax.Word) [][]arg {
 				seen[name] = true
 				names = append(names, name)
 			}
+		}
+	}
+	if vi := j.vars["IFS"]; vi != nil && !seen["IFS"] {
+		if vi.unknown || vi.list {
+			partial = true
+		}
+		if len(vi.vals) > 0 && !vi.list {
+			names = append(names, "IFS")
 		}
 	}
 	sort.Strings(names)
@@ -305,6 +332,10 @@ func (j *judge) expandWords(words []*syntax.Word, static []bool, e env) []arg {
 	cfg := &expand.Config{Env: e, NoUnset: true}
 	argv := make([]arg, 0, len(words))
 	for i, w := range words {
+		if static[i] && plainLit(w) {
+			argv = append(argv, arg{val: w.Parts[0].(*syntax.Lit).Value, pos: w.Pos()})
+			continue
+		}
 		if static[i] {
 			fields, err := expand.Fields(cfg, w)
 			if err == nil {
@@ -390,11 +421,42 @@ func (j *judge) collectVars(f *syntax.File) {
 				return true
 			}
 			name := n.Name.Value
+			if n.Append && n.Array == nil && n.Index == nil {
+				// a+=x: each value it may hold, extended (flow-insensitive)
+				app, ok := lit(n.Value)
+				vi := j.vars[name]
+				if !ok || vi == nil || vi.unknown || vi.list {
+					mark(name)
+					return true
+				}
+				for _, v := range append([]string(nil), vi.vals...) {
+					add(name, v+app)
+				}
+				return true
+			}
+			if n.Array != nil && n.Index == nil && !n.Append && j.vars[name] == nil {
+				// a=(x y z) with literal elements: a list
+				var elems []string
+				for _, e := range n.Array.Elems {
+					v, ok := lit(e.Value)
+					if !ok || e.Index != nil {
+						mark(name)
+						return true
+					}
+					elems = append(elems, v)
+				}
+				j.vars[name] = &varInfo{vals: elems, list: true}
+				return true
+			}
 			if n.Array != nil || n.Index != nil || n.Append {
 				mark(name)
 				return true
 			}
 			if n.Naked {
+				return true
+			}
+			if vi := j.vars[name]; vi != nil && vi.list {
+				mark(name)
 				return true
 			}
 			if v, ok := lit(n.Value); ok {

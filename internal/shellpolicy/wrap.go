@@ -496,12 +496,11 @@ opts:
 func (j *judge) splitWords(s string, p syntax.Pos) ([]arg, bool) {
 	var words []*syntax.Word
 	parser := syntax.NewParser(syntax.Variant(syntax.LangBash))
-	err := parser.Words(strings.NewReader(s), func(w *syntax.Word) bool {
+	for w, err := range parser.WordsSeq(strings.NewReader(s)) {
+		if err != nil {
+			return nil, false
+		}
 		words = append(words, w)
-		return true
-	})
-	if err != nil {
-		return nil, false
 	}
 	saveSrc := j.src
 	j.src = s
