@@ -521,6 +521,11 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 	lits := requiredLiterals(tree)
 	if len(lits) == 0 {
 		m.wholeBuffer = true
+		m.chunk = 64 << 10
+		// regexp backtracks when len(prog)*(len(input)+1) <= 256 Ki bits.
+		if prog, err := syntax.Compile(tree); err == nil && len(prog.Inst) > 0 {
+			m.chunk = max(256, min(m.chunk, (256<<10)/len(prog.Inst)-2))
+		}
 		return m, nil
 	}
 	for _, l := range lits {
@@ -549,6 +554,7 @@ type matcher struct {
 	traps       bool         // a folded literal holds k or s (see hasFoldTraps)
 	pure        bool         // the expression is exactly lits[0]: no confirmation needed
 	wholeBuffer bool         // no literal: run re over the whole buffer
+	chunk       int          // wholeBuffer: bytes per call of re (see nextMatch)
 }
 
 // scan calls fn with the 1-based number and the byte range (without the
@@ -579,8 +585,8 @@ func (m *matcher) scan(data []byte, fn func(n, start, end int)) {
 				}
 				at = min(at, next[i])
 			}
-		} else if loc := m.re.FindIndex(data[pos:]); loc != nil {
-			at = pos + loc[0]
+		} else {
+			at = m.nextMatch(data, pos)
 		}
 		if at > len(data) {
 			return
@@ -597,6 +603,28 @@ func (m *matcher) scan(data []byte, fn func(n, start, end int)) {
 		}
 		pos = le + 1
 	}
+}
+
+// nextMatch returns the offset at or after pos where the next match of
+// re in data begins, or len(data)+1. It runs re over chunks of whole lines
+// small enough for regexp's backtracking engine, which is several times
+// faster than the engine it uses on large inputs.
+func (m *matcher) nextMatch(data []byte, pos int) int {
+	for s := pos; s <= len(data); {
+		e := s + m.chunk
+		if e >= len(data) {
+			e = len(data)
+		} else {
+			e = indexByteFrom(data, e, '\n')
+		}
+		if m.re.Match(data[s:e]) {
+			if loc := m.re.FindIndex(data[s:e]); loc != nil {
+				return s + loc[0]
+			}
+		}
+		s = e + 1
+	}
+	return len(data) + 1
 }
 
 // scanLines matches line by line, for expressions that use \A or \z, and
