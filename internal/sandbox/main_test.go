@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 )
@@ -27,7 +29,15 @@ func TestMain(m *testing.M) {
 		holdJail(os.Args[2])
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// Every worker's goroutines end with it, and the tests close them all.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // holdJail starts a jail on dir, starts a long command in it, prints the
