@@ -80,8 +80,13 @@
 // a file that is renamed onto a masked name after it was opened was read
 // under its earlier, unmasked name. Walk and ReadDir decide masks by each
 // directory's path when it was opened; a directory moved under a masked
-// path during a walk is still listed under its old name. Rename's walk of a
-// directory races with files added below it at the same moment. These races
+// path during a walk is still listed under its old name. A write checks the
+// real path of its parent directory when it opens it; a directory moved
+// under a protected path between that check and the rename receives the
+// write. Rename's walk of a directory races with files added below it at
+// the same moment. If the workspace directory itself is moved while open,
+// paths through links inside it are refused (ErrEscapes) and DirPath
+// returns the old path. These races
 // need a second writer in the workspace at the same time (a command the
 // agent runs); the sandbox closes them by mounting masked paths away and
 // protected paths read-only.

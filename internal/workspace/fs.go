@@ -16,7 +16,8 @@ type FS interface {
 	// ReadFile returns the contents of the regular file name. A file larger
 	// than limit bytes (when limit > 0) is an error wrapping ErrTooLarge.
 	ReadFile(name string, limit int64) ([]byte, error)
-	// Open opens name for reading.
+	// Open opens the regular file name for reading. The result also
+	// implements fs.File (Stat), io.ReaderAt and io.Seeker.
 	Open(name string) (io.ReadCloser, error)
 	// Stat follows symbolic links that stay inside the workspace.
 	Stat(name string) (fs.FileInfo, error)
@@ -27,7 +28,8 @@ type FS interface {
 	ReadDir(name string) ([]fs.DirEntry, error)
 	// WriteFile replaces name atomically (temporary file in the same
 	// directory, then rename), creating missing parent directories. An
-	// existing file keeps its mode; a new one gets perm.
+	// existing file keeps its permission bits; a new one gets perm less
+	// the umask. A symbolic link in the last component is refused.
 	WriteFile(name string, data []byte, perm fs.FileMode) error
 	// Remove deletes the file or empty directory name.
 	Remove(name string) error

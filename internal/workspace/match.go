@@ -16,7 +16,20 @@ type pattern struct {
 	src  string // as configured, lowercased; reported as the rule
 	kind patternKind
 	arg  string // the literal, or the component pattern
+	comp compKind
+	lit  string // for compPrefix and compSuffix, arg without its "*"
 }
+
+// compKind says how a component pattern is matched: most are literal
+// names, "*.ext" or "name.*", which need no glob engine.
+type compKind uint8
+
+const (
+	compGlob compKind = iota
+	compEqual
+	compPrefix
+	compSuffix
+)
 
 type patternKind uint8
 
@@ -38,7 +51,16 @@ func compile(src string) pattern {
 	case p == "**":
 		return pattern{src: src, kind: patAll}
 	case ok && rest != "" && !strings.Contains(rest, "/") && !strings.Contains(rest, "**"):
-		return pattern{src: src, kind: patComponent, arg: rest}
+		c := pattern{src: src, kind: patComponent, arg: rest}
+		switch {
+		case !strings.ContainsAny(rest, meta):
+			c.comp, c.lit = compEqual, rest
+		case rest[0] == '*' && !strings.ContainsAny(rest[1:], meta):
+			c.comp, c.lit = compSuffix, rest[1:]
+		case rest[len(rest)-1] == '*' && !strings.ContainsAny(rest[:len(rest)-1], meta):
+			c.comp, c.lit = compPrefix, rest[:len(rest)-1]
+		}
+		return c
 	case !strings.ContainsAny(p, meta):
 		return pattern{src: src, kind: patLiteral, arg: p}
 	}
@@ -54,16 +76,10 @@ func (p *pattern) match(l string) bool {
 	case patLiteral:
 		return l == p.arg || (strings.HasPrefix(l, p.arg) && l[len(p.arg)] == '/')
 	case patComponent:
-		literal := !strings.ContainsAny(p.arg, meta)
 		for rest := l; ; {
 			c, next, more := strings.Cut(rest, "/")
-			if literal && c == p.arg {
+			if p.matchComponent(c) {
 				return true
-			}
-			if !literal {
-				if ok, _ := doublestar.Match(p.arg, c); ok {
-					return true
-				}
 			}
 			if !more {
 				return false
@@ -81,6 +97,46 @@ func (p *pattern) match(l string) bool {
 		}
 		d = d[:i]
 	}
+}
+
+func (p *pattern) matchComponent(c string) bool {
+	switch p.comp {
+	case compEqual:
+		return c == p.lit
+	case compPrefix:
+		return strings.HasPrefix(c, p.lit)
+	case compSuffix:
+		return strings.HasSuffix(c, p.lit)
+	}
+	ok, _ := doublestar.Match(p.arg, c)
+	return ok
+}
+
+// matchEntry is match for an entry of a directory known not to match:
+// since no parent matches, only the entry itself needs testing.
+func (p *pattern) matchEntry(l string) bool {
+	switch p.kind {
+	case patAll:
+		return true
+	case patLiteral:
+		return l == p.arg
+	case patComponent:
+		return p.matchComponent(l[strings.LastIndexByte(l, '/')+1:])
+	}
+	ok, _ := doublestar.Match(p.src, l)
+	return ok
+}
+
+// matchEntry reports the first pattern matching rel, an entry of a
+// directory that no pattern matches.
+func matchEntry(patterns []pattern, rel string) (string, bool) {
+	l := strings.ToLower(rel)
+	for i := range patterns {
+		if patterns[i].matchEntry(l) {
+			return patterns[i].src, true
+		}
+	}
+	return "", false
 }
 
 // match reports the first pattern matching rel or one of its parent

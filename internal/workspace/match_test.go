@@ -21,7 +21,7 @@ func naiveMatch(pat, rel string) bool {
 
 var matchPatterns = append(append([]string{
 	"**", "secrets/*.txt", "build/**", "a/b", "**/node_modules", "**/*.{crt,p12}", "**/x/**/y",
-	"docs/**/*.md", "**/[ab].key", "lit", "**/a/b", "*", "*/c",
+	"docs/**/*.md", "**/[ab].key", "lit", "**/a/b", "*", "*/c", "**/pre*", "**/*", "**/*.", "**/.*",
 }, DefaultMask...), DefaultProtected...)
 
 // FuzzMatch checks the compiled patterns against the plain rule.
@@ -43,9 +43,17 @@ func FuzzMatch(f *testing.F) {
 		if strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "..") || rel == "." {
 			return
 		}
+		l := strings.ToLower(rel)
 		for i, p := range matchPatterns {
-			if got, want := compiled[i].match(strings.ToLower(rel)), naiveMatch(p, rel); got != want {
+			want := naiveMatch(p, rel)
+			if got := compiled[i].match(l); got != want {
 				t.Errorf("pattern %q on %q: compiled %v, rule %v", p, rel, got, want)
+			}
+			// Listings test only the entry, when its directory is unmatched.
+			if dir := path.Dir(rel); dir == "." || !naiveMatch(p, dir) {
+				if got := compiled[i].matchEntry(l); got != want {
+					t.Errorf("pattern %q on entry %q: compiled %v, rule %v", p, rel, got, want)
+				}
 			}
 		}
 	})

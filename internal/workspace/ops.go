@@ -81,7 +81,8 @@ func (w *Root) ReadFile(name string, limit int64) ([]byte, error) {
 	return buf, nil
 }
 
-// Open implements FS, with the refusals of ReadFile.
+// Open implements FS, with the refusals of ReadFile. The result also has
+// ReadAt, Seek and Stat (fs.File); it grants reading and nothing else.
 func (w *Root) Open(name string) (io.ReadCloser, error) {
 	n, err := w.openFile("read", name)
 	if err != nil {
@@ -91,7 +92,39 @@ func (w *Root) Open(name string) (io.ReadCloser, error) {
 		n.close()
 		return nil, &PathError{Op: "read", Path: name, Err: err}
 	}
-	return os.NewFile(uintptr(n.fd), name), nil
+	return &file{f: os.NewFile(uintptr(n.fd), name), name: path.Base(path.Clean(name))}, nil
+}
+
+// file is a read-only view of an opened workspace file.
+type file struct {
+	f    *os.File
+	name string
+}
+
+var (
+	_ fs.File     = (*file)(nil)
+	_ io.ReaderAt = (*file)(nil)
+	_ io.Seeker   = (*file)(nil)
+)
+
+func (f *file) Read(b []byte) (int, error)                { return f.f.Read(b) }
+func (f *file) ReadAt(b []byte, off int64) (int, error)   { return f.f.ReadAt(b, off) }
+func (f *file) Seek(off int64, whence int) (int64, error) { return f.f.Seek(off, whence) }
+func (f *file) Close() error                              { return f.f.Close() }
+
+func (f *file) Stat() (fs.FileInfo, error) {
+	var st syscall.Stat_t
+	rc, err := f.f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	if cerr := rc.Control(func(fd uintptr) { err = syscall.Fstat(int(fd), &st) }); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, &PathError{Op: "stat", Path: f.name, Err: err}
+	}
+	return newFileInfo(f.name, &st), nil
 }
 
 // stat opens name without reading it (O_PATH) and describes it.

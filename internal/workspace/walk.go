@@ -106,7 +106,9 @@ func direntType(dirfd int, name string, t uint8) fs.FileMode {
 }
 
 // readDir lists the directory open at fd, whose real path is real, without
-// its masked entries.
+// its masked entries. The directory itself is known to be unmasked: it was
+// checked when it was opened (or listed), so only each entry's own name
+// needs testing.
 func (w *Root) readDir(fd int, real string) ([]dirEntry, error) {
 	raw, err := readRaw(fd)
 	if err != nil {
@@ -115,7 +117,7 @@ func (w *Root) readDir(fd int, real string) ([]dirEntry, error) {
 	out := make([]dirEntry, 0, len(raw))
 	for _, r := range raw {
 		p := path.Join(real, r.name)
-		if _, masked := w.MaskRule(p); masked {
+		if _, masked := matchEntry(w.mask, p); masked {
 			continue
 		}
 		out = append(out, dirEntry{w: w, name: r.name, typ: r.typ, real: p})

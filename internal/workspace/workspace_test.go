@@ -326,3 +326,32 @@ func TestSpecialFiles(t *testing.T) {
 		t.Errorf("WriteFile(fifo) = %v, want ErrNotRegular", err)
 	}
 }
+
+func TestOpenIsReadOnly(t *testing.T) {
+	t.Parallel()
+	fx := makefs(t, []string{"dir/f=hello"}, nil)
+	rc, err := fx.w.Open("dir/f")
+	must(t, err)
+	defer rc.Close()
+	f, ok := rc.(fs.File)
+	if !ok {
+		t.Fatalf("Open returned %T, not an fs.File", rc)
+	}
+	fi, err := f.Stat()
+	must(t, err)
+	if fi.Name() != "f" || fi.Size() != 5 || !fi.Mode().IsRegular() {
+		t.Errorf("Stat = %q %d %v", fi.Name(), fi.Size(), fi.Mode())
+	}
+	if _, ok := rc.(interface{ Write([]byte) (int, error) }); ok {
+		t.Errorf("Open's result can be written")
+	}
+	if _, ok := rc.(interface{ Chmod(fs.FileMode) error }); ok {
+		t.Errorf("Open's result can be chmodded")
+	}
+	buf := make([]byte, 3)
+	if n, err := rc.(interface {
+		ReadAt([]byte, int64) (int, error)
+	}).ReadAt(buf, 2); err != nil || string(buf[:n]) != "llo" {
+		t.Errorf("ReadAt = %q, %v", buf[:n], err)
+	}
+}
