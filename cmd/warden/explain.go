@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/shellpolicy"
 )
 
@@ -20,14 +21,27 @@ type explainSettings struct {
 	Options     *shellpolicy.Options
 }
 
-// explainConfig loads the settings explain judges with, from the global
-// flags (--config, --mode, --workspace). It starts as flags and built-in
-// defaults; the configuration loader replaces it to read config files.
+// explainConfig loads the settings explain judges with: the layered
+// configuration (user file, --config, workspace file, environment, flags).
 var explainConfig = func(g *globalFlags) (*explainSettings, error) {
-	if g.config != "" {
-		return nil, usageErr("--config is not supported by explain yet")
+	ld, err := config.Load(configOptions(g))
+	if err != nil {
+		return nil, err
 	}
-	return &explainSettings{Mode: g.mode, Options: &shellpolicy.Options{}}, nil
+	cfg := ld.Config
+	pats, err := shellpolicy.CompilePatterns(cfg.Commands.BlockedPatterns)
+	if err != nil {
+		return nil, err
+	}
+	return &explainSettings{
+		Mode:        cfg.Security.ConfirmMode,
+		AllowedOnly: cfg.Commands.AllowedOnly,
+		Options: &shellpolicy.Options{
+			SafeCommands:    cfg.Commands.SafeCommands,
+			DevCommands:     cfg.Commands.DevCommands,
+			BlockedPatterns: pats,
+		},
+	}, nil
 }
 
 // explainDecision is the decision for a verdict in a mode. The policy
@@ -83,7 +97,10 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			}
 			s, err := explainConfig(g)
 			if err != nil {
-				return err
+				return configErrors(cmd.ErrOrStderr(), err)
+			}
+			if g.mode != "" {
+				s.Mode = g.mode
 			}
 			if s.Mode == "" {
 				s.Mode = "confirm-sensitive"
