@@ -399,7 +399,8 @@ type jobQueue struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	jobs    []*entry
-	pending int
+	pending int // queued or running
+	waiting int // workers blocked in pop
 }
 
 func (q *jobQueue) push(es ...*entry) {
@@ -412,8 +413,11 @@ func (q *jobQueue) push(es ...*entry) {
 		q.jobs = append(q.jobs, es[i])
 	}
 	q.pending += len(es)
+	wake := q.waiting > 0
 	q.mu.Unlock()
-	q.cond.Broadcast()
+	if wake {
+		q.cond.Broadcast()
+	}
 }
 
 func (q *jobQueue) pop() (*entry, bool) {
@@ -423,7 +427,9 @@ func (q *jobQueue) pop() (*entry, bool) {
 		if q.pending == 0 {
 			return nil, false
 		}
+		q.waiting++
 		q.cond.Wait()
+		q.waiting--
 	}
 	e := q.jobs[len(q.jobs)-1]
 	q.jobs = q.jobs[:len(q.jobs)-1]
@@ -433,9 +439,9 @@ func (q *jobQueue) pop() (*entry, bool) {
 func (q *jobQueue) done() {
 	q.mu.Lock()
 	q.pending--
-	last := q.pending == 0
+	wake := q.pending == 0 && q.waiting > 0
 	q.mu.Unlock()
-	if last {
+	if wake {
 		q.cond.Broadcast()
 	}
 }
