@@ -78,6 +78,7 @@ func fixture(t testing.TB) (*Env, string) {
 		"escape => "+filepath.Join(outside, "dir"),
 		"passwd => "+filepath.Join(outside, "secret.txt"),
 		"inner => a.go",
+		"envlink => .env",
 		"hard.txt == "+filepath.Join(outside, "secret.txt"),
 	)
 	return envAt(t, ws), ws
@@ -93,6 +94,7 @@ func TestListFiles(t *testing.T) {
 		{map[string]any{}, `.gitignore
 a.go
 bin.dat
+envlink@
 escape@
 hard.txt
 inner@
@@ -193,7 +195,7 @@ func TestFindFiles(t *testing.T) {
 		{map[string]any{"pattern": "*.txt"}, "hard.txt\nsub/deeper/b.txt\nsub/deeper/local.txt\n[5 entries ignored by .gitignore not shown]\n"},
 		{map[string]any{"pattern": "**/*.log"}, "keep.log\n[5 entries ignored by .gitignore not shown]\n"},
 		{map[string]any{"pattern": "deeper/*.txt", "path": "sub"}, "sub/deeper/b.txt\nsub/deeper/local.txt\n[2 entries ignored by .gitignore not shown]\n"},
-		{map[string]any{"pattern": "*"}, ".gitignore\na.go\nbin.dat\nescape@\nhard.txt\ninner@\nkeep.log\npasswd@\nsub/.gitignore\nsub/deeper/b.txt\nsub/deeper/local.txt\n[5 entries ignored by .gitignore not shown]\n"},
+		{map[string]any{"pattern": "*"}, ".gitignore\na.go\nbin.dat\nenvlink@\nescape@\nhard.txt\ninner@\nkeep.log\npasswd@\nsub/.gitignore\nsub/deeper/b.txt\nsub/deeper/local.txt\n[5 entries ignored by .gitignore not shown]\n"},
 		{map[string]any{"pattern": "{a,keep}.*"}, "a.go\nkeep.log\n[5 entries ignored by .gitignore not shown]\n"},
 		{map[string]any{"pattern": "*.pem"}, "No files match \"*.pem\" under the workspace root.\n[5 entries ignored by .gitignore not shown]\n"},
 		{map[string]any{"pattern": "id"}, "No files match \"id\" under the workspace root.\n[5 entries ignored by .gitignore not shown]\n"},

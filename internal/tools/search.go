@@ -120,7 +120,8 @@ type collector struct {
 	files                               []fileResult
 	kept                                int
 	total                               int
-	matched                             int // files with a match
+	matched                             int  // files with a match
+	context                             bool // context lines shown: files are separated by "--"
 	searched, binary, large, unreadable int
 }
 
@@ -193,11 +194,11 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 	if err != nil {
 		return "", err
 	}
-	max := searchDefaultResults
+	limit := searchDefaultResults
 	if a.MaxResults != nil {
-		max = *a.MaxResults
-		if max < 1 || max > searchMaxResults {
-			return "", fmt.Errorf("%s: max_results must be between 1 and %d, got %d", tool, searchMaxResults, max)
+		limit = *a.MaxResults
+		if limit < 1 || limit > searchMaxResults {
+			return "", fmt.Errorf("%s: max_results must be between 1 and %d, got %d", tool, searchMaxResults, limit)
 		}
 	}
 	m, err := compileMatcher(a.Pattern, a.IgnoreCase)
@@ -214,7 +215,7 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", tool, err)
 	}
-	c := &collector{max: max}
+	c := &collector{max: limit, context: context > 0}
 	workers := runtime.GOMAXPROCS(0)
 	bufs := make([][]byte, workers)
 	var rootErr error
@@ -223,13 +224,13 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 		onFile: func(w int, e *entry) {
 			if e.depth == 0 {
 				// A file named as the path: its errors are the caller's.
-				bufs[w], rootErr = searchFile(env.FS, m, e.rel, bufs[w], context, max, c)
+				bufs[w], rootErr = searchFile(env.FS, m, e.rel, bufs[w], context, limit, c)
 				return
 			}
 			if glob != nil && !glob(e, root) {
 				return
 			}
-			bufs[w], _ = searchFile(env.FS, m, e.rel, bufs[w], context, max, c)
+			bufs[w], _ = searchFile(env.FS, m, e.rel, bufs[w], context, limit, c)
 		},
 	})
 	if err == nil {
@@ -239,14 +240,14 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 		return "", fmt.Errorf("%s: %w", tool, err)
 	}
 	c.trim()
-	return c.render(a.Pattern, st, max), nil
+	return c.render(a.Pattern, st, limit), nil
 }
 
-func (c *collector) render(pattern string, st *walkStats, max int) string {
+func (c *collector) render(pattern string, st *walkStats, limit int) string {
 	var b strings.Builder
 	for _, f := range c.files {
 		for i, l := range f.lines {
-			if l.sep || (i == 0 && b.Len() > 0 && (l.n > 1 || len(f.lines) > 1) && c.hasContext()) {
+			if l.sep || (i == 0 && b.Len() > 0 && c.context) {
 				b.WriteString("--\n")
 			}
 			sep := "-"
@@ -261,7 +262,7 @@ func (c *collector) render(pattern string, st *walkStats, max int) string {
 	}
 	if cut := c.total - c.kept; cut > 0 {
 		fmt.Fprintf(&b, "[%d more matching lines not shown (%d matching lines in %d files); narrow the pattern, path or glob", cut, c.total, c.matched)
-		if max < searchMaxResults {
+		if limit < searchMaxResults {
 			fmt.Fprintf(&b, ", or raise max_results (at most %d)", searchMaxResults)
 		}
 		b.WriteString("]\n")
@@ -281,17 +282,6 @@ func (c *collector) render(pattern string, st *walkStats, max int) string {
 	}
 	b.WriteString(st.notes())
 	return b.String()
-}
-
-func (c *collector) hasContext() bool {
-	for _, f := range c.files {
-		for _, l := range f.lines {
-			if !l.match {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // compileGlob returns a filter for glob: a pattern without "/" matches
@@ -320,7 +310,7 @@ func compileGlob(glob string) (func(e *entry, root string) bool, error) {
 // searchFile searches one file and hands its result to c. buf is the
 // worker's reusable read buffer; the possibly grown buffer is returned,
 // with the error that made the file unreadable, if any.
-func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, max int, c *collector) ([]byte, error) {
+func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, limit int, c *collector) ([]byte, error) {
 	data, buf, skip, err := readForSearch(fsys, rel, buf)
 	if skip != skipNone {
 		c.skip(skip == skipBinary, skip == skipLarge, skip == skipUnreadable)
@@ -331,7 +321,7 @@ func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, 
 	var hits []hit
 	m.scan(data, func(n, start, end int) {
 		r.total++
-		if len(hits) < max {
+		if len(hits) < limit {
 			hits = append(hits, hit{n, start, end})
 		}
 	})
@@ -343,53 +333,26 @@ func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, 
 	} else {
 		last := 0 // number of the last line emitted
 		for i, h := range hits {
-			from := max0(h.n-context, last+1)
-			if last > 0 && from > last+1 {
-				r.lines = append(r.lines, outLine{sep: true, n: -1})
+			from := max(h.n-context, last+1, 1)
+			sep := last > 0 && from > last+1 // a gap since the previous group
+			for j, l := range linesBefore(data, h.start, h.n-from) {
+				r.lines = append(r.lines, outLine{n: from + j, text: m.cutLine(l), sep: sep && j == 0})
 			}
-			// Context before: walk back from the match's line start.
-			before := linesBefore(data, h.start, h.n-from)
-			for j, l := range before {
-				r.lines = append(r.lines, outLine{n: from + j, text: m.cutLine(l)})
-			}
-			r.lines = append(r.lines, outLine{n: h.n, text: m.cutLine(data[h.start:h.end]), match: true})
+			r.lines = append(r.lines, outLine{n: h.n, text: m.cutLine(data[h.start:h.end]), match: true, sep: sep && from == h.n})
 			last = h.n
 			// Context after, up to the next match.
-			limit := context
-			if i+1 < len(hits) && hits[i+1].n-h.n-1 < limit {
-				limit = hits[i+1].n - h.n - 1
+			after := context
+			if i+1 < len(hits) {
+				after = min(after, hits[i+1].n-h.n-1)
 			}
-			for j, l := range linesAfter(data, h.end, limit) {
-				r.lines = append(r.lines, outLine{n: h.n + 1 + j, text: m.cutLine(l)})
-				last = h.n + 1 + j
+			for _, l := range linesAfter(data, h.end, after) {
+				last++
+				r.lines = append(r.lines, outLine{n: last, text: m.cutLine(l)})
 			}
 		}
-		// Drop separator placeholders' bogus numbers: mark the next line instead.
-		out := r.lines[:0]
-		sep := false
-		for _, l := range r.lines {
-			if l.n < 0 {
-				sep = true
-				continue
-			}
-			l.sep = sep
-			sep = false
-			out = append(out, l)
-		}
-		r.lines = out
 	}
 	c.add(r)
 	return buf, nil
-}
-
-func max0(a, b int) int {
-	if a > b {
-		return a
-	}
-	if b < 1 {
-		return 1
-	}
-	return b
 }
 
 // linesBefore returns the k lines that end just before offset start.

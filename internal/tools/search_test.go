@@ -125,6 +125,7 @@ func TestGrepRefusals(t *testing.T) {
 		{map[string]any{"pattern": "needle", "path": "escape"}, "escapes"},
 		{map[string]any{"pattern": "needle", "path": "../../etc"}, "escapes"},
 		{map[string]any{"pattern": "needle", "path": "hard.txt"}, "hard link"},
+		{map[string]any{"pattern": "needle", "path": "envlink"}, "masked"},
 		{map[string]any{"pattern": "("}, "not a valid RE2"},
 		{map[string]any{"pattern": `(?P<x>a)\1`}, "not a valid RE2"},
 		{map[string]any{"pattern": "a", "glob": "[x"}, "not a valid pattern"},
@@ -145,7 +146,7 @@ func TestGrepRefusals(t *testing.T) {
 func TestSearchCodeContext(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	makeTree(t, ws, "f.txt=1\n2\n3 hit\n4\n5\n6\n7\n8 hit\n9 hit\n10\n11\n12\n13\n14 hit", "g.txt=hit\nz\n")
+	makeTree(t, ws, "f.txt=1\n2\n3 hit\n4\n5\n6\n7\n8 hit\n9 hit\n10\n11\n12\n13\n14 hit", "g.txt=hit\nz\n", "h.txt=hit\n2\n3\n4\n5\n6\n7\nhit\n")
 	got, err := runTool(t, SearchCode(), envAt(t, ws), map[string]any{"pattern": "hit"})
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +168,14 @@ f.txt:14: 14 hit
 --
 g.txt:1: hit
 g.txt-2- z
+--
+h.txt:1: hit
+h.txt-2- 2
+h.txt-3- 3
+--
+h.txt-6- 6
+h.txt-7- 7
+h.txt:8: hit
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("search_code (-want +got):\n%s", diff)
