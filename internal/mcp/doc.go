@@ -1,0 +1,59 @@
+// Package mcp connects warden to the Model Context Protocol in both
+// directions.
+//
+// As a server (NewServer, `warden mcp` over stdio, NewHTTPHandler under
+// `warden serve`), it exposes the tools of warden's engine with their JSON
+// Schemas and hints, and every call goes through the engine: confinement,
+// hard guards, policy, approvals, sandbox and audit. A refusal is a tool
+// result with isError set and the reason as its text. A supervised call
+// waits for a decision from any channel of the approval broker; when the
+// client can elicit, the Elicitor also asks the person through a form in the
+// client, and the first decision wins. A cancelled call cancels its request.
+//
+// As a client (Connect), it registers the tools of remote MCP servers as
+// mcp__<server>__<tool>: sensitive, in group "mcp", so they meet the same
+// policy and approvals as any other tool. Their results reach the model
+// wrapped as untrusted data (WrapUntrusted).
+//
+// # Threat model
+//
+//   - The MCP client of `warden mcp` (the agent host) is the party warden
+//     confines: it can call any exposed tool with any arguments, and nothing
+//     it sends skips the engine. Over stdio, stdout carries only the
+//     protocol.
+//   - Over HTTP, a client must present one of the configured bearer tokens
+//     (compared in constant time, at least MinTokenLen characters); a session
+//     is bound to the client that opened it, and the SDK refuses a non-local
+//     Host on a loopback connection (DNS rebinding). Serving off loopback
+//     without TLS is `warden serve`'s decision, not this package's.
+//   - A remote MCP server is untrusted: what it returns is data for the
+//     model, marked as such, cut at MaxResultBytes; non-text content is
+//     described, not passed on. Its token goes only to its own URL (no
+//     redirects followed, no proxy, never over plain http off loopback); a
+//     successful response that is neither application/json nor
+//     text/event-stream is refused.
+//   - Tool definitions are pinned (Pins): the hash of each tool's name,
+//     description, schemas and hints is stored on first use, and a tool
+//     whose definition changed, or that appeared later, is refused (its new
+//     description never reaches the model) until the user runs
+//     `warden mcp trust SERVER`.
+//   - Logs carry session ids cut to 12 characters and arguments cut to
+//     LogArgsMax characters with secrets redacted; the literal value of a
+//     token is never logged.
+//
+// # Not covered
+//
+//   - Pinning guards definitions, not behaviour: a trusted server can
+//     still return anything, which is why its results are marked untrusted
+//     and its tools are sensitive.
+//   - Stdio MCP servers run as child processes with an allowlisted
+//     environment in the workspace directory; they are not jailed, so in a
+//     sandboxed workspace they are refused.
+//   - The stateless protocol revision (2026-07-28) is not served: it forbids
+//     the elicitation warden uses during an approval wait
+//     (ProtocolVersions).
+//   - The elicitation form is shown by the client: warden cannot prove that
+//     a person, and not the agent host itself, answered it. A supervisor who
+//     must not trust the host decides through the store instead, and
+//     configures no elicitation (Approver.Eliciting nil).
+package mcp
