@@ -225,3 +225,23 @@ func TestFindFiles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIgnoreRules feeds arbitrary .gitignore content (workspace data, so
+// untrusted) through the parser and matcher used by every walk.
+func FuzzIgnoreRules(f *testing.F) {
+	f.Add("*.log\n!keep.log\nbuild/\n/local\n**/gen/**\n\\#x\n[", "a/b/keep.log", true)
+	f.Add("a/**/b\n\\!x  \n \n#c", "a/x/y/b", false)
+	f.Fuzz(func(t *testing.T, content, p string, isDir bool) {
+		ws := t.TempDir()
+		if err := os.WriteFile(filepath.Join(ws, ".gitignore"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := envAt(t, ws)
+		rules := appendIgnoreFile(env.FS, nil, ".gitignore", nil)
+		comps := strings.Split(strings.Trim(p, "/"), "/")
+		ignoredBy(rules, comps, isDir)
+		if _, err := rulesFor(env.FS, "."); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
