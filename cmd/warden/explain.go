@@ -8,64 +8,20 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/shellpolicy"
+	"github.com/wardenhq/warden/internal/tools"
 )
 
 func init() { commands = append(commands, newExplainCmd) }
 
-// explainSettings is what explain needs from the configuration.
-type explainSettings struct {
-	Mode        string
-	AllowedOnly bool
-	Options     *shellpolicy.Options
-}
-
-// explainConfig loads the settings explain judges with: the layered
-// configuration (user file, --config, workspace file, environment, flags).
-var explainConfig = func(g *globalFlags) (*explainSettings, error) {
-	ld, err := config.Load(configOptions(g))
-	if err != nil {
-		return nil, err
-	}
-	cfg := ld.Config
-	pats, err := shellpolicy.CompilePatterns(cfg.Commands.BlockedPatterns)
-	if err != nil {
-		return nil, err
-	}
-	return &explainSettings{
-		Mode:        cfg.Security.ConfirmMode,
-		AllowedOnly: cfg.Commands.AllowedOnly,
-		Options: &shellpolicy.Options{
-			SafeCommands:    cfg.Commands.SafeCommands,
-			DevCommands:     cfg.Commands.DevCommands,
-			BlockedPatterns: pats,
-		},
-	}, nil
-}
-
-// explainDecision is the decision for a verdict in a mode. The policy
-// package owns the full rule; this one covers run_command under seed 000.
-var explainDecision = func(v *shellpolicy.Verdict, s *explainSettings) string {
-	switch {
-	case v.Blocked:
-		return "deny"
-	case s.AllowedOnly && v.Class == shellpolicy.Dangerous:
-		return "deny"
-	case s.Mode == "yolo":
-		return "allow"
-	case s.Mode == "confirm-all":
-		return "ask"
-	case v.Class == shellpolicy.Safe:
-		return "allow"
-	}
-	return "ask"
-}
-
 type explainOutput struct {
-	Command    string                `json:"command"`
-	Mode       string                `json:"mode"`
-	Decision   string                `json:"decision"`
+	Command  string `json:"command"`
+	Mode     string `json:"mode"`
+	Decision string `json:"decision"`
+	// DecidedBy is the rule that made the decision (a blocklist rule, a
+	// tool policy, the confirmation mode, allowed-only, ...).
+	DecidedBy  string                `json:"decided_by"`
+	Why        string                `json:"why"`
 	Class      shellpolicy.Class     `json:"class"`
 	Blocked    bool                  `json:"blocked"`
 	Rule       string                `json:"rule,omitempty"`
@@ -76,61 +32,84 @@ type explainOutput struct {
 }
 
 func newExplainCmd(g *globalFlags) *cobra.Command {
+	var (
+		tool, toolArgs string
+		agent          string
+	)
 	c := &cobra.Command{
-		Use:   "explain [--json] [--mode M] -- 'CMD'",
-		Short: "Say what warden would decide about a command, and why",
+		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON",
+		Short: "Say what warden would decide about a command or a tool call, and why",
 		Long: "explain parses CMD as bash, judges every simple command in it and prints\n" +
 			"the class of each, the blocklist rule that fired (with the position of the\n" +
-			"offending word) and the decision allow|ask|deny for the confirmation mode.\n" +
-			"It runs nothing. Exit status 0 whenever it printed a verdict.",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usageErr("explain needs a command: warden explain -- 'CMD'")
-			}
-			return nil
-		},
+			"offending word) and the decision allow|ask|deny for the configuration and\n" +
+			"mode. With --tool it says the same of any tool call. It runs nothing and\n" +
+			"asks nobody: it takes the engine's own path up to the policy decision.\n" +
+			"Exit status 0 whenever it printed a verdict.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch g.mode {
-			case "", "yolo", "confirm-sensitive", "confirm-all":
-			default:
-				return usageErr("unknown --mode %q (want yolo, confirm-sensitive or confirm-all)", g.mode)
+			if (tool == "") == (len(args) == 0) {
+				return usageErr("explain needs a command (warden explain -- 'CMD') or a tool call (warden explain --tool NAME --args JSON), not both")
 			}
-			s, err := explainConfig(g)
+			raw := json.RawMessage(toolArgs)
+			if tool != "" && !json.Valid(raw) {
+				return usageErr("--args is not valid JSON: %s", toolArgs)
+			}
+			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), setupOptions{agent: agent})
 			if err != nil {
 				return configErrors(cmd.ErrOrStderr(), err)
 			}
-			if g.mode != "" {
-				s.Mode = g.mode
-			}
-			if s.Mode == "" {
-				s.Mode = "confirm-sensitive"
+			defer a.Close()
+			w := cmd.OutOrStdout()
+			if tool != "" {
+				x := a.engine.Explain(tool, raw)
+				if g.json {
+					return writeJSON(w, x)
+				}
+				fmt.Fprintf(w, "tool:     %s\ndecision: %s (mode %s)\nstage:    %s\nrule:     %s\nwhy:      %s\n",
+					x.Tool, x.Decision, a.cfg.Security.ConfirmMode, x.Stage, x.Rule, x.Reason)
+				if x.Risk != "" {
+					fmt.Fprintf(w, "risk:\n%s\n", x.Risk)
+				}
+				return nil
 			}
 			line := strings.Join(args, " ")
-			v := shellpolicy.Judge(line, s.Options)
+			opts, err := tools.JudgeOptions(a.cfg)
+			if err != nil {
+				return err
+			}
+			v := shellpolicy.Judge(line, opts)
+			cmdArgs, _ := json.Marshal(map[string]string{"command": line})
+			x := a.engine.Explain("run_command", cmdArgs)
 			out := explainOutput{
-				Command: line, Mode: s.Mode, Decision: explainDecision(v, s),
+				Command: line, Mode: a.cfg.Security.ConfirmMode, Decision: x.Decision,
+				DecidedBy: x.Rule, Why: x.Reason,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
 				ParseError: v.ParseError, Commands: v.Commands,
 			}
 			if v.Blocked {
 				out.Pos = &v.Pos
 			}
-			w := cmd.OutOrStdout()
 			if g.json {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return writeJSON(w, out)
 			}
 			printExplain(w, &out)
 			return nil
 		},
 	}
+	c.Flags().StringVar(&tool, "tool", "", "explain a call of this tool instead of a command")
+	c.Flags().StringVar(&toolArgs, "args", "{}", "the tool call's arguments as a JSON object (with --tool)")
+	c.Flags().StringVar(&agent, "agent", "", "the agent whose tool set and mode apply")
 	return c
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func printExplain(w io.Writer, o *explainOutput) {
 	fmt.Fprintf(w, "command:  %s\n", o.Command)
-	fmt.Fprintf(w, "decision: %s (mode %s)\n", o.Decision, o.Mode)
+	fmt.Fprintf(w, "decision: %s (mode %s; %s: %s)\n", o.Decision, o.Mode, o.DecidedBy, o.Why)
 	fmt.Fprintf(w, "class:    %s\n", o.Class)
 	if o.Blocked {
 		fmt.Fprintf(w, "blocked:  rule %s at %s: %s\n", o.Rule, o.Pos, o.Reason)

@@ -33,8 +33,8 @@ func (e *GuardError) Error() string { return e.Msg }
 // RuleID names the rule, for refusals and audit records.
 func (e *GuardError) RuleID() string { return e.Rule }
 
-// judgeOptions turns the [commands] configuration into shellpolicy options.
-func judgeOptions(cfg *config.Config) (*shellpolicy.Options, error) {
+// JudgeOptions turns the [commands] configuration into shellpolicy options.
+func JudgeOptions(cfg *config.Config) (*shellpolicy.Options, error) {
 	pats, err := shellpolicy.CompilePatterns(cfg.Commands.BlockedPatterns)
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func judgeCommand(cfg *config.Config, cmd string) (*shellpolicy.Verdict, error) 
 	if !cfg.Commands.Enabled {
 		return nil, &GuardError{Rule: "commands-disabled", Msg: "run_command is disabled (commands.enabled = false)"}
 	}
-	opts, err := judgeOptions(cfg)
+	opts, err := JudgeOptions(cfg)
 	if err != nil {
 		return nil, err
 	}
