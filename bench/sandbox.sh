@@ -5,7 +5,7 @@
 # and the worker's cold start. Prints the median of COUNT runs and ratios.
 #
 #   bench/sandbox.sh            # COUNT=5 BENCHTIME=300x
-#   COUNT=9 BENCHTIME=1s bench/sandbox.sh
+#   COUNT=9 BENCHTIME=1s RAW=/tmp/raw.txt bench/sandbox.sh   # RAW keeps go test output
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
@@ -14,6 +14,7 @@ echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)  (2 shared cores: numbers 
 out=$(go test -run '^$' -bench 'ExecTrue|ReadFile4K|WriteFile4K|ColdStart' \
 	-benchtime "$BENCHTIME" -count "$COUNT" ./internal/sandbox)
 echo "# load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${RAW:-}" ]; then echo "$out" > "$RAW"; fi
 echo "$out" | awk '
 /^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
@@ -28,7 +29,7 @@ function us(ns) { return sprintf("%10.1f µs", ns / 1000) }
 END {
 	for (k in v) m[k] = median(v[k])
 	printf "%-30s %s\n", "benchmark (median)", "per call"
-	n = asorti(m, keys)
+	n = split("ExecTrue/worker ExecTrue/bare ExecTrue/bwrap-per-call ReadFile4K/worker ReadFile4K/bare WriteFile4K/worker WriteFile4K/bare ColdStart", keys, " ")
 	for (i = 1; i <= n; i++) printf "%-30s %s\n", keys[i], us(m[keys[i]])
 	print ""
 	printf "exec true:   worker / bare           = %5.2fx   (goal <= 1.2x)\n", m["ExecTrue/worker"] / m["ExecTrue/bare"]
