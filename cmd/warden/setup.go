@@ -93,6 +93,17 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 		}
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 	}
+	// The store holds approval requests and the hash-chained audit trail,
+	// shared by every warden process of this user.
+	broker, closeBroker, err := newApprovalBroker(ctx, cfg, "", sinks, a.log)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.closers = append(a.closers, func() error { closeBroker(); return nil })
+	if s, ok := broker.Store().(audit.Sink); ok {
+		sinks = append(sinks, s)
+	}
 	var hooks engine.HookRunner
 	if len(cfg.Hooks.PostEdit) > 0 {
 		hooks = &engine.PostEditHooks{
@@ -106,6 +117,7 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 		Env:       env,
 		AgentName: so.agent,
 		Audit:     sinks,
+		Approver:  broker,
 		DryRun:    so.dryRun,
 		Hooks:     hooks,
 		Log:       a.log,

@@ -161,6 +161,10 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		}
 		out, err := e.ask(ctx, t, canonArgs, facts, d)
 		c.rec.RequestID, c.rec.DecidedBy, c.rec.Reason = out.ID, out.By, out.Reason
+		if errors.Is(err, approval.ErrAborted) {
+			c.rec.Decision = "aborted"
+			return tools.Result{Error: "The user stopped the run at the approval prompt. Do not call more tools; finish with a short summary.", Stop: true}
+		}
 		if err != nil {
 			c.rec.Decision = "error"
 			return tools.Result{Error: err.Error()}
@@ -177,6 +181,12 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 				msg += ": " + out.Reason
 			}
 			return tools.Result{Error: msg + "."}
+		}
+		// The decision is bound to the exact call: run only what was approved.
+		if out.Args != nil && (!bytes.Equal(out.Args, canonArgs) ||
+			out.ArgsHash != approval.BindingHash(t.Name, canonArgs, e.workRoot, e.opts.Env.Session)) {
+			c.rec.Decision = "error"
+			return tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, t.Name)}
 		}
 		c.rec.Decision = "approved"
 		if out.Auto {
@@ -211,17 +221,17 @@ func (e *Engine) ask(ctx context.Context, t *tools.Tool, args json.RawMessage, f
 		Agent: e.opts.Env.Agent, Rule: d.Rule, Risk: risk,
 	}
 	out, err := e.opts.Approver.Ask(ctx, req)
-	if errors.Is(err, approval.ErrNoChannel) {
-		return out, noChannel(t.Name, d)
+	var nc *approval.NoChannelError
+	if errors.Is(err, approval.ErrNoChannel) && !errors.As(err, &nc) {
+		err = noChannel(t.Name, d) // say the ways out, whatever the approver said
 	}
 	return out, err
 }
 
-// noChannel is seed 000's NoTTY rule: fail safe, and say the ways out.
+// noChannel is seed 000's NoTTY rule for an engine with no approver at
+// all: fail safe, and say the ways out.
 func noChannel(tool string, d policy.Decision) error {
-	return fmt.Errorf("confirmation is required to run '%s' (%s), but no approval channel can reach a person (no terminal, no running 'warden serve'). "+
-		"Nothing was executed. Ways out: 1) run with --mode yolo, 2) run with --dry-run, "+
-		"3) set security.tool_policy.tools.%s = \"allow\" in the user config, 4) add a matching [[security.approval.auto_approve]] rule", tool, d.Reason, tool)
+	return &approval.NoChannelError{Tool: tool, Rule: d.Reason}
 }
 
 func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.RawMessage) tools.Result {
@@ -292,23 +302,16 @@ func ruleOf(err error) string {
 	return "guard"
 }
 
-// canonical re-encodes a JSON object with sorted keys and no insignificant
-// space, so equal arguments hash equally and what is approved is what runs.
+// canonical re-encodes the arguments the one way every later stage reads
+// them (approval.Canonical: sorted keys, last duplicate wins), and requires
+// an object: what is judged, asked about, stored and run are the same bytes.
 func canonical(args json.RawMessage) (json.RawMessage, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
-		return json.RawMessage("{}"), nil
+	c, err := approval.Canonical(args)
+	if err != nil {
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(args))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data after the arguments object")
-	}
-	if _, ok := v.(map[string]any); !ok {
+	if len(c) == 0 || c[0] != '{' {
 		return nil, errors.New("arguments must be a JSON object")
 	}
-	return json.Marshal(v)
+	return c, nil
 }

@@ -129,7 +129,7 @@ func TestPipelineRefusals(t *testing.T) {
 		{"wrong type", "read_file", `{"path":7}`, nil, "Invalid arguments", "invalid-arguments"},
 		{"missing field", "read_file", `{}`, nil, "Invalid arguments", "invalid-arguments"},
 		{"not an object", "read_file", `["a"]`, nil, "must be a JSON object", "invalid-arguments"},
-		{"trailing data", "read_file", `{"path":"a"} {"path":"b"}`, nil, "trailing data", "invalid-arguments"},
+		{"trailing data", "read_file", `{"path":"a"} {"path":"b"}`, nil, "data after the value", "invalid-arguments"},
 		{"escape", "read_file", `{"path":"../../etc/passwd"}`, nil, "Path '../../etc/passwd' escapes the workspace", "workspace-escape"},
 		{"absolute", "read_file", `{"path":"/etc/passwd"}`, nil, "escapes the workspace", "workspace-escape"},
 		{"masked", "read_file", `{"path":".env"}`, nil, "is masked", "masked-path"},
@@ -230,7 +230,7 @@ func TestNoChannelFailsSafe(t *testing.T) {
 		})
 		f.appr.err = approval.ErrNoChannel
 		res := f.eng.Call(context.Background(), "write_file", json.RawMessage(`{"path":"new.txt","content":"x"}`))
-		if res.Success || !strings.Contains(res.Error, "no approval channel") || !strings.Contains(res.Error, "--mode yolo") {
+		if res.Success || !strings.Contains(res.Error, "no channel can reach one") || !strings.Contains(res.Error, "--mode yolo") {
 			t.Fatalf("%s: got %+v", name, res)
 		}
 		if _, err := os.Stat(filepath.Join(f.dir, "new.txt")); !os.IsNotExist(err) {
@@ -312,9 +312,47 @@ func TestExplainAgreesWithCall(t *testing.T) {
 				t.Errorf("explain says deny, Call succeeded: %s %s", c.tool, c.args)
 			}
 		case "ask":
-			if !strings.Contains(res.Error, "no approval channel") {
+			if !strings.Contains(res.Error, "no channel can reach one") {
 				t.Errorf("explain says ask, Call did not ask: %+v", res)
 			}
 		}
+	}
+}
+
+func TestApprovalBoundToArguments(t *testing.T) {
+	t.Parallel()
+	args := json.RawMessage(`{"path":"shown"}`)
+	good := approval.BindingHash("probe", args, "", "s1")
+	tests := []struct {
+		name    string
+		out     approval.Outcome
+		wantRun bool
+	}{
+		{"matching args and hash", approval.Outcome{ID: "a", Approved: true, State: "APPROVED", Args: args, ArgsHash: good}, true},
+		{"other args approved", approval.Outcome{ID: "b", Approved: true, State: "APPROVED", Args: json.RawMessage(`{"path":"other"}`), ArgsHash: good}, false},
+		{"hash of another session", approval.Outcome{ID: "c", Approved: true, State: "APPROVED", Args: args, ArgsHash: approval.BindingHash("probe", args, "", "s2")}, false},
+		{"hash of another tool", approval.Outcome{ID: "d", Approved: true, State: "APPROVED", Args: args, ArgsHash: approval.BindingHash("write_file", args, "", "s1")}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil, nil)
+			f.eng.workRoot = ""
+			f.appr.answer = tt.out
+			res := f.eng.Call(context.Background(), "probe", args)
+			if ran := len(*f.ran) > 0; ran != tt.wantRun || res.Success != tt.wantRun {
+				t.Fatalf("ran=%v result=%+v, want run=%v", ran, res, tt.wantRun)
+			}
+		})
+	}
+}
+
+func TestAbortStopsTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil, nil)
+	f.appr.err = approval.ErrAborted
+	res := f.eng.Call(context.Background(), "probe", json.RawMessage(`{"path":"x"}`))
+	if res.Success || !res.Stop || len(*f.ran) != 0 {
+		t.Fatalf("got %+v", res)
 	}
 }

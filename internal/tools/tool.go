@@ -15,6 +15,9 @@ type Result struct {
 	Success bool   `json:"success"`
 	Output  string `json:"output"`
 	Error   string `json:"error,omitempty"`
+	// Stop means a person asked to stop the whole run (an agent loop ends
+	// after this call); it is not part of the JSON a caller sees.
+	Stop bool `json:"-"`
 }
 
 // Annotations are the MCP tool hints (readOnlyHint, destructiveHint, ...).
