@@ -162,8 +162,11 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 	if !s.NoGPU {
 		plan.GPU = hostGPU()
 	}
-	writable := []string{"/tmp", JailHome, "/dev"}
-	if !s.Lockdown {
+	writable := []string{"/tmp", JailHome, "/dev/shm", "/dev/pts"}
+	readable := []string{JailExe, "/opt", "/etc"}
+	if s.Lockdown {
+		readable = append(readable, ws)
+	} else {
 		writable = append(writable, ws)
 	}
 	for _, p := range []struct {
@@ -183,6 +186,7 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 		}
 	}
 	writable = append(writable, plan.RW...)
+	readable = append(readable, plan.RO...)
 
 	// File descriptors handed to bubblewrap, numbered from 3.
 	var files []*os.File
@@ -229,7 +233,7 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 	}
 	spec, _ := json.Marshal(WorkerSpec{
 		Workspace: ws, Mask: slices.Concat(o.Mask, s.Mask), Protected: o.Protected,
-		Lockdown: s.Lockdown, Landlock: s.Landlock, Writable: writable,
+		Lockdown: s.Lockdown, Landlock: s.Landlock, Writable: writable, Readable: readable,
 	})
 	plan.Command = []string{JailExe, "worker", "--spec", string(spec)}
 	args, err := plan.Args()

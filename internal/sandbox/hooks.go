@@ -1,6 +1,10 @@
 package sandbox
 
-import "github.com/wardenhq/warden/internal/sandbox/seccomp"
+import (
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/sandbox/landlock"
+	"github.com/wardenhq/warden/internal/sandbox/seccomp"
+)
 
 // The seccomp program and the Landlock layer come from
 // internal/sandbox/seccomp and internal/sandbox/landlock. These variables
@@ -21,4 +25,12 @@ var seccompProgram = func(lockdown bool) ([]byte, error) {
 // landlockRestrict restricts the calling process (and its future children)
 // to reading ro and writing rw. mode is LandlockAuto or LandlockOn; it
 // returns a description of what is enforced ("enforced (ABI 7)").
-var landlockRestrict func(mode string, rw, ro []string) (string, error)
+var landlockRestrict = func(mode string, rw, ro []string) (string, error) {
+	st, err := landlock.Restrict(mode, rw, ro)
+	return st.String(), err
+}
+
+// newRunner builds the runner the worker uses for exec requests. It is
+// groupRunner rather than command.Local until Local kills a process group
+// until it is empty (see groupRunner).
+var newRunner = func(workspaceDir string) command.Runner { return &groupRunner{dir: workspaceDir} }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox/landlock"
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
@@ -84,8 +85,15 @@ func TestJailWorks(t *testing.T) {
 		t.Fatalf("host sees %q, %v", b, err)
 	}
 	info := w.Info()
-	if info.Backend != "local" || info.PID == 0 {
+	if info.Backend != "local" || info.PID == 0 || info.Seccomp != "enforced" {
 		t.Errorf("Info: %+v", info)
+	}
+	if landlock.ABI() > 0 && !strings.HasPrefix(info.Landlock, "enforced") {
+		t.Errorf("Landlock available but not enforced: %q", info.Landlock)
+	}
+	// Under Landlock, what should stay writable does.
+	if res := run(t, w, "grep -c . /proc/self/status >/dev/null && touch /home/warden/ok && echo fine"); res.Output != "fine\n" {
+		t.Errorf("HOME not writable under Landlock: %q", res.Output)
 	}
 }
 

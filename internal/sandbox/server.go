@@ -301,20 +301,13 @@ func (s *Server) exec(ctx context.Context, req *Request) (*Response, error) {
 	if (len(req.Argv) == 0) == (req.Shell == "") {
 		return nil, &WireErrorValue{&WireError{Kind: KindBadRequest, Message: "exec needs exactly one of argv and shell"}}
 	}
-	rel, err := s.Root.Clean("exec", req.Cwd)
+	// The workspace resolves the working directory (confined, not masked,
+	// a directory); the runner gets the result.
+	abs, err := s.Root.DirPath(req.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	if rule, ok := s.Root.MaskRule(rel); ok {
-		return nil, &workspace.PathError{Op: "exec", Path: req.Cwd, Rule: rule, Err: workspace.ErrMasked}
-	}
-	st, err := s.Root.Stat(rel)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return nil, &workspace.PathError{Op: "exec", Path: req.Cwd, Err: errors.New("is not a directory")}
-	}
+	rel, _ := s.Root.Clean("exec", req.Cwd)
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
 		timeout = DefaultExecTimeout
@@ -325,7 +318,7 @@ func (s *Server) exec(ctx context.Context, req *Request) (*Response, error) {
 		env = s.Env
 	}
 	res, err := s.Runner.Run(ctx, command.Spec{
-		Argv: req.Argv, Shell: req.Shell, Dir: rel, Env: env,
+		Argv: req.Argv, Shell: req.Shell, Dir: rel, AbsDir: abs, Env: env,
 		Timeout: timeout, MaxOutputLines: req.MaxOutputLines,
 	})
 	if err != nil {

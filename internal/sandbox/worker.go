@@ -23,8 +23,11 @@ type WorkerSpec struct {
 	Protected []string `json:"protected,omitempty"`
 	Lockdown  bool     `json:"lockdown,omitempty"`
 	Landlock  string   `json:"landlock"`
-	// Writable are the jail paths Landlock lets the worker write.
+	// Writable and Readable are the jail paths Landlock lets the worker
+	// (and its commands) write, and read and execute, beyond the system
+	// paths internal/sandbox/landlock always allows.
 	Writable []string `json:"writable"`
+	Readable []string `json:"readable,omitempty"`
 }
 
 // Rlimits of the worker and everything it runs. NPROC binds only when the
@@ -96,7 +99,19 @@ func applyLandlock(spec WorkerSpec) (string, error) {
 		}
 		return "unavailable: not built in", nil
 	}
-	return landlockRestrict(spec.Landlock, spec.Writable, []string{"/"})
+	return landlockRestrict(spec.Landlock, existing(spec.Writable), existing(spec.Readable))
+}
+
+// existing keeps the paths that exist in the jail (rw_paths and ro_paths
+// are bound with --bind-try: a missing one is simply absent).
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // selfSeccomp reads the seccomp mode and no_new_privs of this process.
