@@ -439,13 +439,15 @@ func (m *matcher) cutLine(line []byte) string {
 	}
 	start := 0
 	if loc := m.re.FindIndex(line); loc != nil && loc[1] > searchMaxLine {
-		start = loc[0] - searchMaxLine/4
+		start = max(0, loc[0]-searchMaxLine/4)
 	}
-	for start > 0 && !utf8.RuneStart(line[start]) {
+	// Move the cuts back to rune starts, but not far: in invalid UTF-8
+	// there may be none.
+	for i := 0; i < utf8.UTFMax && start > 0 && !utf8.RuneStart(line[start]); i++ {
 		start--
 	}
 	end := min(start+searchMaxLine, len(line))
-	for end < len(line) && !utf8.RuneStart(line[end]) {
+	for i := 0; i < utf8.UTFMax && end < len(line) && !utf8.RuneStart(line[end]); i++ {
 		end--
 	}
 	s := strings.ToValidUTF8(string(line[start:end]), "\uFFFD")

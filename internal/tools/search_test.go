@@ -61,7 +61,7 @@ func goroot(tb testing.TB) string {
 
 func BenchmarkGrep(b *testing.B) {
 	env := envAt(b, goroot(b))
-	for _, pat := range []string{"func main", `errors\.New\("[a-z]+ failed`, "TODO|FIXME"} {
+	for _, pat := range []string{"func main", `func \w+\(ctx context\.Context`, "deadline exceeded", "TODO|FIXME|XXX", `[A-Z]{6,}_[0-9]+`} {
 		for _, ic := range []bool{false, true} {
 			name := pat
 			if ic {
@@ -208,6 +208,14 @@ d0/f06.txt:2: hit a
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("grep cap (-want +got):\n%s", diff)
 	}
+	// A long match starting early, and a long line of invalid UTF-8.
+	makeTree(t, ws, "early.txt=x"+strings.Repeat("a", 500)+"\n", "junk.bin.txt=hit"+strings.Repeat("\x80", 600)+"\n")
+	for _, tc := range []struct{ glob, pattern string }{{"early.txt", "a+"}, {"junk.bin.txt", "hit"}} {
+		got, err := runTool(t, Grep(), env, map[string]any{"pattern": tc.pattern, "glob": tc.glob})
+		if err != nil || !strings.Contains(got, "[line cut, ") || !utf8.ValidString(got) {
+			t.Errorf("grep %q in %s: %q, %v", tc.pattern, tc.glob, got, err)
+		}
+	}
 	got, err = runTool(t, Grep(), env, map[string]any{"pattern": "hit", "glob": "long.txt"})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +343,8 @@ func FuzzMatcher(f *testing.F) {
 	for _, s := range []struct{ p, d string }{
 		{"needle", "a\nneedle\nb"}, {"(?i)KS", "ks\n\u212As\nx"}, {`a\sb`, "a\nb\na b\n"}, {"^$", "\n\nx\n"},
 		{"x*", "abc\n\n"}, {`\Aa`, "a\na\n"}, {`foo|bar|baz`, "xbaz\nfoo"}, {`[^a]`, "a\naa\n\n"}, {`\x{FFFD}`, "\xff\n"},
-		{`(ab)+c{2}`, "ababcc\nabc"}, {`\bis\b`, "this is\nis"},
+		{`(ab)+c{2}`, "ababcc\nabc"}, {`\bis\b`, "this is\nis"}, {"a+", "x" + strings.Repeat("a", 300)},
+		{"h", "h" + strings.Repeat("\x80", 300)},
 	} {
 		f.Add(s.p, []byte(s.d), false)
 	}
@@ -351,6 +360,11 @@ func FuzzMatcher(f *testing.F) {
 			}
 			got = append(got, n)
 		})
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if s := m.cutLine(l); len(l) > searchMaxLine && len(s) > searchMaxLine+3*utf8.UTFMax+40 {
+				t.Fatalf("cutLine left %d bytes of a %d-byte line", len(s), len(l))
+			}
+		}
 		if want := naiveLines(m.re, data); !slices.Equal(got, want) {
 			t.Fatalf("pattern %q ic=%v on %q: scan found lines %v, want %v", pattern, ic, data, got, want)
 		}
