@@ -9,11 +9,19 @@ var localeEnv = []string{
 	"LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
 }
 
+// GitHardening is given to every command as GIT_CONFIG_PARAMETERS (what
+// `git -c` sets), overriding repository config. A bare repository is only
+// used when named explicitly: otherwise files an agent wrote (HEAD, config,
+// objects/) make a directory a repository whose config runs code even for
+// read-only commands (diff.external under git diff, gpg.program under git
+// log --show-signature). core.fsmonitor names a program git status runs.
+const GitHardening = "'safe.bareRepository'='explicit' 'core.fsmonitor'='false'"
+
 // Environ builds a command's environment from the allowlist: PATH, HOME,
 // LANG, LC_*, TERM, TMPDIR and USER, plus the names in allow
 // (commands.env_allowlist; exact names, no patterns), each taken from
-// lookup (os.LookupEnv) when set. Nothing else is ever passed: API keys and
-// tokens in warden's environment do not reach commands.
+// lookup (os.LookupEnv) when set, and GitHardening. Nothing else is ever
+// passed: API keys and tokens in warden's environment do not reach commands.
 func Environ(allow []string, lookup func(string) (string, bool)) []string {
 	seen := map[string]bool{}
 	env := []string{}
@@ -33,9 +41,11 @@ func Environ(allow []string, lookup func(string) (string, bool)) []string {
 		add(n)
 	}
 	for _, n := range allow {
-		add(n)
+		if n != "GIT_CONFIG_PARAMETERS" {
+			add(n)
+		}
 	}
-	return env
+	return append(env, "GIT_CONFIG_PARAMETERS="+GitHardening)
 }
 
 func validName(s string) bool {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/wardenhq/warden/internal/command"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -245,8 +246,9 @@ func secretName(name string) bool { return secretRE.MatchString(name) }
 // looks like a secret.
 func JailEnv(host []string, allow []string) []string {
 	names := append(append([]string{}, DefaultEnvNames...), allow...)
-	env := []string{"PATH=" + JailPATH, "HOME=" + JailHome, "TMPDIR=/tmp", "WARDEN_SANDBOX=1"}
-	fixed := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WARDEN_SANDBOX": true}
+	env := []string{"PATH=" + JailPATH, "HOME=" + JailHome, "TMPDIR=/tmp", "WARDEN_SANDBOX=1",
+		"GIT_CONFIG_PARAMETERS=" + command.GitHardening}
+	fixed := map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "WARDEN_SANDBOX": true, "GIT_CONFIG_PARAMETERS": true}
 	for _, kv := range host {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || fixed[k] || secretName(k) || !slices.Contains(names, k) {
@@ -261,7 +263,7 @@ func JailEnv(host []string, allow []string) []string {
 // FilterEnv drops from env every variable JailEnv would not let in, for
 // requests that bring their own environment.
 func FilterEnv(env []string, allow []string) []string {
-	names := append(append([]string{"PATH", "HOME", "TMPDIR", "WARDEN_SANDBOX", "PWD", "SHELL", "USER", "LOGNAME"}, DefaultEnvNames...), allow...)
+	names := append(append([]string{"PATH", "HOME", "TMPDIR", "WARDEN_SANDBOX", "PWD", "SHELL", "USER", "LOGNAME", "GIT_CONFIG_PARAMETERS"}, DefaultEnvNames...), allow...)
 	var out []string
 	for _, kv := range env {
 		k, _, ok := strings.Cut(kv, "=")

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"github.com/wardenhq/warden/internal/command"
 	"os"
 	"path/filepath"
 	"slices"
@@ -177,7 +178,7 @@ func TestJailEnv(t *testing.T) {
 	t.Parallel()
 	host := []string{"LANG=C.UTF-8", "OPENAI_API_KEY=sk-1", "GITHUB_TOKEN=g", "AWS_SECRET_ACCESS_KEY=a", "MY_VAR=1", "PATH=/evil", "HOME=/root", "DB_PASSWORD=p", "TERM=xterm"}
 	got := JailEnv(host, []string{"MY_VAR", "GITHUB_TOKEN", "DB_PASSWORD"})
-	want := []string{"PATH=" + JailPATH, "HOME=" + JailHome, "TMPDIR=/tmp", "WARDEN_SANDBOX=1", "LANG=C.UTF-8", "MY_VAR=1", "TERM=xterm"}
+	want := []string{"PATH=" + JailPATH, "HOME=" + JailHome, "TMPDIR=/tmp", "WARDEN_SANDBOX=1", "GIT_CONFIG_PARAMETERS=" + command.GitHardening, "LANG=C.UTF-8", "MY_VAR=1", "TERM=xterm"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JailEnv (-want +got):\n%s", diff)
 	}

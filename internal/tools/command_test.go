@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +124,36 @@ func TestRunCommandCwdThroughSymlinkOut(t *testing.T) {
 	_, err := call(t, RunCommand(), env, map[string]any{"command": "pwd", "cwd": "out"})
 	if !errors.Is(err, workspace.ErrEscapes) {
 		t.Fatalf("cwd through a symlink out: %v", err)
+	}
+}
+
+// TestRunCommandBareRepositoryAttack: files an agent can write (HEAD,
+// config, objects/, refs/) make a directory a bare git repository whose
+// config names a program; "safe" git commands must not run it.
+func TestRunCommandBareRepositoryAttack(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: ", err)
+	}
+	env, dir := commandEnv(t)
+	env.Config.Security.ConfirmMode = "yolo"
+	files := map[string]string{
+		"sub/HEAD":          "ref: refs/heads/main\n",
+		"sub/config":        "[core]\n\tbare = true\n[diff]\n\texternal = touch pwned-by-diff\n",
+		"sub/objects/.keep": "",
+		"sub/refs/.keep":    "",
+		"sub/x":             "a\n",
+		"sub/y":             "b\n",
+	}
+	for name, content := range files {
+		if _, err := call(t, WriteFile(), env, map[string]any{"path": name, "content": content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, cmd := range []string{"git diff --no-index x y", "cd sub && git diff --no-index x y"} {
+		_, _ = call(t, RunCommand(), env, map[string]any{"command": cmd, "cwd": "sub"})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sub", "pwned-by-diff")); err == nil {
+		t.Fatal("a bare repository written as files ran diff.external")
 	}
 }

@@ -92,6 +92,9 @@ var attacks = []attack{
 	// Protected paths: readable, never changed.
 	{why: "protected .git/config", fs: []string{".git/config"}, path: ".git/config", ops: "writes", want: ErrProtected},
 	{why: "protected hook", fs: []string{".git/hooks/pre-commit"}, path: ".git/hooks/pre-commit", ops: "writes", want: ErrProtected},
+	{why: "nested repository's config runs code too (core.fsmonitor)", fs: []string{"vendor/lib/"}, path: "vendor/lib/.git/config", ops: "writes", want: ErrProtected},
+	{why: "nested repository's hook", fs: []string{"sub/.git/hooks/"}, path: "sub/.git/hooks/post-checkout", ops: "writes", want: ErrProtected},
+	{why: "protected in another case", fs: []string{".git/"}, path: ".GIT/CONFIG", ops: "writes", want: ErrProtected},
 	{why: "new hook", fs: []string{".git/hooks/"}, path: ".git/hooks/post-checkout", ops: "write mkdir mvto", want: ErrProtected},
 	{why: "hooks dir", fs: []string{".git/hooks/"}, path: ".git/hooks", ops: "writes", want: ErrProtected},
 	{why: "case: .GIT/CONFIG", path: ".GIT/CONFIG", ops: "write mkdir mvto", want: ErrProtected},

@@ -19,7 +19,11 @@ var (
 		"**/.ssh", "**/.ssh/**", "**/.aws", "**/.aws/**", "**/.gnupg", "**/.gnupg/**",
 		"warden.toml", "warden.yaml",
 	}
-	DefaultProtected = []string{".git/hooks", ".git/hooks/**", ".git/config"}
+	// Git runs code named in a repository's config (core.fsmonitor,
+	// diff.external, filters) and hooks, even for "safe" commands such as
+	// git status; a repository nested in the workspace is as dangerous as
+	// the top one, so every .git/config and .git/hooks is protected.
+	DefaultProtected = []string{"**/.git/hooks", "**/.git/hooks/**", "**/.git/config"}
 )
 
 // Options adds to the built-in masks and protected paths. A nil *Options

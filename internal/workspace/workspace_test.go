@@ -23,7 +23,7 @@ func TestErrorMessages(t *testing.T) {
 		{err: second(w.ReadFile("../../etc/passwd", 0)), want: "Path '../../etc/passwd' escapes the workspace"},
 		{err: second(w.ReadFile("/etc/passwd", 0)), want: "Path '/etc/passwd' escapes the workspace"},
 		{err: second(w.ReadFile(".env", 0)), want: `Path '.env' is masked: it is hidden from tools (rule ".env")`},
-		{err: w.WriteFile(".git/config", nil, 0o644), want: `Path '.git/config' is protected: tools may read it but not change it (rule ".git/config")`},
+		{err: w.WriteFile(".git/config", nil, 0o644), want: `Path '.git/config' is protected: tools may read it but not change it (rule "**/.git/config")`},
 		{err: second(w.ReadFile("nothere", 0)), want: "Path 'nothere' does not exist"},
 		{err: second(w.ReadFile("docs", 0)), want: "Path 'docs' is a directory"},
 		{err: second(w.ReadFile("a\x00b", 0)), want: "Path 'a\x00b' is not a valid workspace path"},
