@@ -125,16 +125,27 @@ func (l *Local) dir(spec Spec) (string, error) {
 	return dir, nil
 }
 
-// killGroup kills the command's whole process group.
+// killGroupFor bounds how long killGroup keeps killing.
+const killGroupFor = 2 * time.Second
+
+// killGroup kills the command's whole process group, again and again until
+// it is empty: a process that was forking when the first signal went out
+// (a fork bomb does little else) leaves a child the first kill missed.
 func killGroup(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil
 	}
-	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
+	deadline := time.Now().Add(killGroupFor)
+	for {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		if err != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return err
 }
 
 func exitCode(cmd *exec.Cmd, err error) int {

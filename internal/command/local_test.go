@@ -250,3 +250,31 @@ func BenchmarkBareExec(b *testing.B) {
 		}
 	}
 }
+
+// TestForkingGroupIsEmptied: a command that keeps forking while it is
+// killed leaves nothing behind (one kill of the group misses the children
+// forked while it was being delivered).
+func TestForkingGroupIsEmptied(t *testing.T) {
+	t.Parallel()
+	l := &Local{Root: t.TempDir()}
+	res, err := l.Run(context.Background(), Spec{
+		Shell:   `echo $$; for i in 1 2 3 4; do (while :; do sleep 100 & done) & done; sleep 0.3`,
+		Env:     []string{"PATH=/usr/bin:/bin"},
+		Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(res.Output, "\n", 2)[0]))
+	if err != nil {
+		t.Fatalf("no pid in output %q", res.Output)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			t.Fatal("processes of the command's group survived it")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
