@@ -30,43 +30,42 @@ PATTERNS=$(printf '%s\t%s\n' \
 	'TODO|FIXME|XXX' false \
 	'[A-Z]{6,}_[0-9]+' false)
 
-now() { date +%s%N; }
-
-# median_ms CMD...: run CMD once to warm up, then RUNS times; print the median in ms.
-median_ms() {
+# medians CMD...: run CMD once to warm the page cache, then RUNS times;
+# print the median wall time and the median CPU time (user+sys), in ms.
+# CPU time is the steadier number on a machine that others are loading.
+medians() {
 	"$@" >/dev/null 2>&1 || true
-	local ts=()
+	local walls=() cpus=() TIMEFORMAT='%R %U %S' t
 	for ((i = 0; i < RUNS; i++)); do
-		local s e
-		s=$(now)
-		"$@" >/dev/null 2>&1 || true
-		e=$(now)
-		ts+=($(((e - s) / 1000000)))
+		t=$({ time "$@" >/dev/null 2>&1; } 2>&1 | tail -1)
+		walls+=("$(awk '{printf "%d", $1*1000}' <<<"$t")")
+		cpus+=("$(awk '{printf "%d", ($2+$3)*1000}' <<<"$t")")
 	done
-	printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+	printf '%s %s\n' "$(printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')" \
+		"$(printf '%s\n' "${cpus[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
 }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-" }'; }
 
 json_escape() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
 
 warden_grep() { "$tmp/warden" tool call grep --workspace "$TREE" --mode yolo --args "$1"; }
 
-printf 'tree: %s (%s files), runs: %s (median), cores: %s\n' "$TREE" "$(find "$TREE" -type f | wc -l)" "$RUNS" "$(nproc)"
-printf '%-34s %8s %8s %8s %10s %11s %s\n' pattern warden_ms rg_ms grep_ms warden/rg warden/grep 'lines (warden/rg/grep)'
+printf 'tree: %s (%s files), runs: %s (median), cores: %s, load: %s\n' "$TREE" "$(find "$TREE" -type f | wc -l)" "$RUNS" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-34s %17s %17s %17s %11s %11s %s\n' pattern 'warden wall/cpu' 'rg wall/cpu' 'grep wall/cpu' 'w/rg wall' 'w/grep wall' 'lines (warden/rg/grep)'
 while IFS=$'\t' read -r pat ic; do
 	args="{\"pattern\":\"$(json_escape "$pat")\",\"ignore_case\":$ic,\"max_results\":1000}"
 	rgflags=(-n --no-config); grepflags=(-rnE)
 	label=$pat
 	if [[ $ic == true ]]; then rgflags+=(-i); grepflags+=(-i); label="$pat (ignore_case)"; fi
-	# GNU grep -E has no \w-free spelling of every RE2 class; \w works in GNU grep.
-	w=$(median_ms warden_grep "$args")
-	r=$(median_ms rg "${rgflags[@]}" -e "$pat" "$TREE")
-	g=$(median_ms grep "${grepflags[@]}" -e "$pat" "$TREE")
+	read -r ww wc < <(medians warden_grep "$args")
+	read -r rw rc < <(medians rg "${rgflags[@]}" -e "$pat" "$TREE")
+	read -r gw gc < <(medians grep "${grepflags[@]}" -e "$pat" "$TREE")
 	out=$(warden_grep "$args" | sed 's/\\n/\n/g')
 	wl=$(sed -n 's/.*(\([0-9]*\) matching lines in.*/\1/p' <<<"$out")
 	[[ -n $wl ]] || wl=$(grep -cE '^[^[].*:[0-9]+: ' <<<"$out" || true)
 	rl=$(rg "${rgflags[@]}" -e "$pat" "$TREE" | wc -l)
 	gl=$(grep "${grepflags[@]}" -e "$pat" "$TREE" 2>/dev/null | grep -vc '^Binary file' || true)
-	printf '%-34s %8s %8s %8s %10s %11s %s\n' "$label" "$w" "$r" "$g" \
-		"$(awk -v a="$w" -v b="$r" 'BEGIN{printf "%.2f", a/b}')" \
-		"$(awk -v a="$w" -v b="$g" 'BEGIN{printf "%.2f", a/b}')" "$wl/$rl/$gl"
+	printf '%-34s %17s %17s %17s %11s %11s %s\n' "$label" "$ww/$wc ms" "$rw/$rc ms" "$gw/$gc ms" \
+		"$(ratio "$ww" "$rw")" "$(ratio "$ww" "$gw")" "$wl/$rl/$gl"
 done <<<"$PATTERNS"
