@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -29,6 +31,18 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/.state")
 			env.Setenv("HOME", env.WorkDir+"/home")
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "sandbox" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			if _, err := exec.LookPath("bwrap"); err != nil {
+				if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
+					return false, fmt.Errorf("WARDEN_REQUIRE_SANDBOX=1 but bubblewrap is missing: %v", err)
+				}
+				return false, nil
+			}
+			return true, nil
 		},
 	})
 }
