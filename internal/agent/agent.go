@@ -100,7 +100,7 @@ type Result struct {
 
 // Event is a progress event for the user (stderr).
 type Event struct {
-	Kind     string // "step", "tool", "compact", "stopping", "stop"
+	Kind     string // "step", "calling", "tool", "compact", "stopping", "stop"
 	Step     int
 	MaxSteps int
 	// For "tool": the call and its outcome (excerpts, redacted).
@@ -261,6 +261,7 @@ func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) bool {
 			r.msgs = append(r.msgs, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Content: "Not run: " + why + "."})
 			continue
 		}
+		r.o.Observe(Event{Kind: "calling", Step: r.res.Steps, MaxSteps: r.o.MaxSteps, Tool: c.Name, Args: audit.Excerpt(c.Arguments, 80)})
 		res := r.o.Engine.Call(ctx, c.Name, json.RawMessage(c.Arguments))
 		r.o.Observe(Event{
 			Kind: "tool", Step: r.res.Steps, MaxSteps: r.o.MaxSteps, Tool: c.Name,
@@ -391,7 +392,7 @@ func (r *run) stop(ctx context.Context, reason StopReason, detail, answer string
 		Event: "stop", Session: r.o.Session, Agent: r.o.Agent, Workspace: r.o.Workspace,
 		Reason: string(reason), Success: reason == StopDone,
 		Duration: float64(time.Since(r.start).Microseconds()) / 1000,
-		Result: audit.Excerpt(fmt.Sprintf("stop_reason=%s steps=%d cost=$%.6f tokens=%d: %s", reason, r.res.Steps, r.res.Cost, r.res.Tokens.Total, answer), audit.DefaultMaxLen),
+		Result:   audit.Excerpt(fmt.Sprintf("stop_reason=%s steps=%d cost=$%.6f tokens=%d: %s", reason, r.res.Steps, r.res.Cost, r.res.Tokens.Total, answer), audit.DefaultMaxLen),
 	}
 	if reason != StopDone {
 		rec.Error = audit.Excerpt(detail, audit.DefaultMaxLen)
