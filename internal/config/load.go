@@ -206,11 +206,14 @@ func (ld *loader) workspaceDir() (string, error) {
 	return abs, nil
 }
 
-// findOne returns the one of names present in dir ("" if none).
+// findOne returns the one of names present in dir ("" if none). An empty
+// regular file counts as absent: it sets nothing, and the sandbox mounts
+// empty placeholders over missing config files so a jailed command cannot
+// create one.
 func findOne(dir string, names []string) (string, error) {
 	var found []string
 	for _, n := range names {
-		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+		if st, err := os.Lstat(filepath.Join(dir, n)); err == nil && !(st.Mode().IsRegular() && st.Size() == 0) {
 			found = append(found, filepath.Join(dir, n))
 		}
 	}

@@ -303,8 +303,8 @@ func TestSourceFiles(t *testing.T) {
 	t.Run("both user files", func(t *testing.T) {
 		t.Parallel()
 		xdg := t.TempDir()
-		writeFile(t, filepath.Join(xdg, "warden", "config.yaml"), "")
-		writeFile(t, filepath.Join(xdg, "warden", "config.toml"), "")
+		writeFile(t, filepath.Join(xdg, "warden", "config.yaml"), "security: {}\n")
+		writeFile(t, filepath.Join(xdg, "warden", "config.toml"), "[security]\n")
 		_, err := Load(LoadOptions{WorkspaceDir: t.TempDir(), Getenv: envOf(map[string]string{"XDG_CONFIG_HOME": xdg})})
 		if err == nil || !strings.Contains(err.Error(), "both config.toml and config.yaml exist; keep one") {
 			t.Errorf("err %v", err)
@@ -428,5 +428,20 @@ func TestStateDir(t *testing.T) {
 	t.Setenv("HOME", "/h")
 	if got := StateDir(); got != "/h/.local/state/warden" {
 		t.Errorf("StateDir = %q", got)
+	}
+}
+
+// An empty workspace file is the sandbox's placeholder over a missing one:
+// it is read as absent, not as "both files exist".
+func TestEmptyWorkspaceFileIsAbsent(t *testing.T) {
+	t.Parallel()
+	opts, _, _ := setup{ws: "[commands]\nallowed_only = true\n"}.opts(t)
+	writeFile(t, filepath.Join(opts.WorkspaceDir, "warden.yaml"), "")
+	ld, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ld.Config.Commands.AllowedOnly {
+		t.Error("warden.toml was not read next to an empty warden.yaml")
 	}
 }

@@ -48,10 +48,9 @@
 //     command creates later is visible to commands in that jail (the file
 //     tools still refuse it). A file hard-linked to a masked file is not
 //     masked for commands (the file tools refuse hard links).
-//   - Placeholders for missing literal masks stay on the host, empty. A
-//     missing warden.toml or warden.yaml gets none (an empty one would make
-//     the configuration ambiguous): a command may create it, the file tools
-//     refuse it, and a workspace file can only tighten the user's config.
+//   - Placeholders for missing literal masks stay on the host, empty
+//     (missing warden.toml and warden.yaml get one too: the config loader
+//     reads an empty file as absent).
 //   - Kernel bugs, side channels and denial of service through memory or
 //     CPU are not covered; run warden in a VM for that.
 //   - The worker protocol trusts its peer's framing (it is warden's own

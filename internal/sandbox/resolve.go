@@ -21,12 +21,6 @@ const maxMaskWalk = 500_000
 // or one tmpfs each).
 const maxMasks = 4096
 
-// noPlaceholder lists literal masks that get no placeholder when missing:
-// an empty warden.yaml next to a warden.toml would make the configuration
-// ambiguous. A command may create them in the jail; the file tools refuse
-// them, and a workspace file can only tighten the user's configuration.
-var noPlaceholder = map[string]bool{"warden.toml": true, "warden.yaml": true}
-
 // masked is what resolveMasks found: paths to cover with empty files or
 // empty directories, and placeholders bubblewrap will create on the host
 // because the masked path did not exist yet.
@@ -103,7 +97,9 @@ func resolveMasks(dir string, mask, protect []string) (*masked, error) {
 			case err == nil:
 				addPath(abs, st.IsDir(), false, isProtect)
 			case errors.Is(err, fs.ErrNotExist):
-				if isProtect && !dirOnly || noPlaceholder[lit] {
+				// A missing warden.toml/warden.yaml gets a placeholder too:
+				// the config loader reads an empty one as absent.
+				if isProtect && !dirOnly {
 					continue
 				}
 				if pst, perr := os.Stat(filepath.Dir(abs)); perr == nil && pst.IsDir() {
