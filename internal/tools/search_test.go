@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/google/go-cmp/cmp"
 	"io/fs"
@@ -370,4 +371,45 @@ func FuzzMatcher(f *testing.F) {
 			t.Fatalf("pattern %q ic=%v on %q: scan found lines %v, want %v", pattern, ic, data, got, want)
 		}
 	})
+}
+
+// TestGrepDeterministic: however the workers interleave, the same call
+// gives the same output, and the cap keeps the first matches in path order.
+func TestGrepDeterministic(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	var specs []string
+	for i := range 300 {
+		specs = append(specs, fmt.Sprintf("d%d/e%d/f%03d.txt=%s", i%7, i%5, i, strings.Repeat("hit\n", 1+i%4)))
+	}
+	makeTree(t, ws, specs...)
+	env := envAt(t, ws)
+	first, err := runTool(t, Grep(), env, map[string]any{"pattern": "hit", "max_results": 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs := locations(first, ": ")
+	if len(locs) != 50 || !slices.IsSortedFunc(strings.Split(strings.TrimSpace(first), "\n")[:50], func(a, b string) int {
+		pa, _, _ := strings.Cut(a, ":")
+		pb, _, _ := strings.Cut(b, ":")
+		return strings.Compare(pa, pb)
+	}) {
+		t.Fatalf("first 50 matches not in path order:\n%s", first)
+	}
+	for range 10 {
+		again, err := runTool(t, Grep(), env, map[string]any{"pattern": "hit", "max_results": 50})
+		if err != nil || again != first {
+			t.Fatalf("output changed between runs (err %v):\n%s\nvs\n%s", err, first, again)
+		}
+	}
+}
+
+func TestGrepCancelled(t *testing.T) {
+	t.Parallel()
+	env, _ := fixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Grep().Run(ctx, env, json.RawMessage(`{"pattern":"needle"}`)); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
 }
