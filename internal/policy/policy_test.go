@@ -120,3 +120,20 @@ func TestAgents(t *testing.T) {
 		t.Errorf("plan's yolo loosened the configured mode: %s", m)
 	}
 }
+
+// BenchmarkDecide is one policy decision with a realistic configuration:
+// user groups, group and tool policies, falling through to the mode.
+func BenchmarkDecide(b *testing.B) {
+	cfg := config.Default()
+	cfg.Security.ToolGroups = map[string][]string{"edits": {"write_file", "edit_file"}, "net": {"http_request"}}
+	cfg.Security.ToolPolicy.Groups = map[string]string{"net": "deny"}
+	cfg.Security.ToolPolicy.Tools = map[string]string{"delete_file": "deny"}
+	agent, _ := LookupAgent(cfg, "build")
+	call := Call{Tool: "run_command", Group: "shell", Sensitive: true, CommandClass: "dev"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := Decide(cfg, agent, call); d.Action != Supervised {
+			b.Fatal(d)
+		}
+	}
+}
