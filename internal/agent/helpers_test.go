@@ -55,7 +55,7 @@ func (m *memSink) all() string {
 // fixture is a workspace, an engine over it, a scripted model and the
 // options that tie them together.
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	cfg  *config.Config
 	srv  *llmtest.Server
@@ -72,7 +72,7 @@ type setup struct {
 	cfg    func(*config.Config)
 }
 
-func newFixture(t *testing.T, s setup, turns ...llmtest.Turn) *fixture {
+func newFixture(t testing.TB, s setup, turns ...llmtest.Turn) *fixture {
 	t.Helper()
 	f := &fixture{t: t, dir: t.TempDir(), cfg: config.Default(), sink: &memSink{}}
 	for name, body := range s.files {

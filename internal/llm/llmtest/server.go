@@ -99,6 +99,10 @@ type Server struct {
 	requests []*Request
 	// Repeat, when set, answers every request past the script with it.
 	Repeat *Turn
+	// Discard keeps only the count of requests, not the requests (for
+	// benchmarks).
+	Discard bool
+	n       int
 }
 
 // New starts a server replaying turns. Close it when done.
@@ -118,6 +122,13 @@ func (s *Server) Requests() []*Request {
 	return append([]*Request(nil), s.requests...)
 }
 
+// Count is the number of requests received so far.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
 // SetRepeat makes every request past the script answer t.
 func (s *Server) SetRepeat(t Turn) {
 	s.mu.Lock()
@@ -130,8 +141,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	req := &Request{Header: r.Header.Clone(), Body: body, Raw: body}
 	_ = json.Unmarshal(body, req)
 	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, req)
+	n := s.n
+	s.n++
+	if !s.Discard {
+		s.requests = append(s.requests, req)
+	}
 	var turn Turn
 	ok := true
 	switch {
