@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -353,5 +354,54 @@ func TestOpenIsReadOnly(t *testing.T) {
 		ReadAt([]byte, int64) (int, error)
 	}).ReadAt(buf, 2); err != nil || string(buf[:n]) != "llo" {
 		t.Errorf("ReadAt = %q, %v", buf[:n], err)
+	}
+}
+
+func TestOpenedFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rc, err := w.Open("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rc.(interface {
+		io.ReadCloser
+		io.ReaderAt
+		io.Seeker
+		Stat() (fs.FileInfo, error)
+	})
+	b := make([]byte, 4)
+	if n, err := f.ReadAt(b, 6); n != 4 || err != nil || string(b) != "6789" {
+		t.Fatalf("ReadAt = %d %v %q", n, err, b)
+	}
+	if n, err := f.ReadAt(b, 8); n != 2 || err != io.EOF {
+		t.Fatalf("ReadAt past the end = %d %v", n, err)
+	}
+	if _, err := f.Seek(3, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(f)
+	if err != nil || string(rest) != "3456789" {
+		t.Fatalf("ReadAll after Seek = %q %v", rest, err)
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != 10 || st.Name() != "f" {
+		t.Fatalf("Stat = %v %v", st, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("second Close = %v", err)
+	}
+	if _, err := f.Read(b); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("Read after Close = %v", err)
 	}
 }
