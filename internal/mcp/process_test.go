@@ -1,0 +1,257 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/internal/store"
+)
+
+var (
+	wardenOnce sync.Once
+	wardenBin  string
+	wardenErr  error
+)
+
+// warden builds the warden binary once for the tests that run it.
+func warden(t testing.TB) string {
+	t.Helper()
+	wardenOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "warden-mcp-test-")
+		if err != nil {
+			wardenErr = err
+			return
+		}
+		wardenBin = filepath.Join(dir, "warden")
+		out, err := exec.Command("go", "build", "-o", wardenBin, "github.com/wardenhq/warden/cmd/warden").CombinedOutput()
+		if err != nil {
+			wardenErr = err
+			wardenBin = string(out)
+		}
+	})
+	if wardenErr != nil {
+		t.Fatalf("building warden: %v\n%s", wardenErr, wardenBin)
+	}
+	return wardenBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if wardenBin != "" && wardenErr == nil {
+		os.RemoveAll(filepath.Dir(wardenBin))
+	}
+	os.Exit(code)
+}
+
+// home is a private user config, state and workspace for a warden process.
+type home struct {
+	ws, db string
+	env    []string
+}
+
+func newHome(t *testing.T, userConfig string) *home {
+	t.Helper()
+	d := t.TempDir()
+	h := &home{ws: filepath.Join(d, "ws"), db: filepath.Join(d, "state", "warden", "warden.db")}
+	for _, sub := range []string{"ws", "config/warden", "state", "home"} {
+		os.MkdirAll(filepath.Join(d, sub), 0o700)
+	}
+	os.WriteFile(filepath.Join(d, "config/warden/config.toml"), []byte(userConfig), 0o600)
+	os.WriteFile(filepath.Join(h.ws, "a.txt"), []byte("alpha\n"), 0o644)
+	h.env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(d, "config"), "XDG_STATE_HOME="+filepath.Join(d, "state"),
+		"HOME="+filepath.Join(d, "home"), "WARDEN_DB=", "WARDEN_SUPERVISOR=", "WARDEN_LOG=")
+	return h
+}
+
+func (h *home) mcp(t *testing.T, co *sdk.ClientOptions, args ...string) *sdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(warden(t), append([]string{"mcp", "--workspace", h.ws}, args...)...)
+	cmd.Env = h.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, co).Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("warden mcp: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+const supervised = `
+[security.approval]
+notify_channel = "api"
+supervisors = [{id = "alice", token_env = "ALICE_TOKEN"}]
+`
+
+// `warden mcp` as a subprocess: tools, calls, refusals, and a supervised
+// call approved from another process through the store.
+func TestProcessStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs warden")
+	}
+	t.Parallel()
+	h := newHome(t, supervised)
+	cs := h.mcp(t, nil)
+	lt, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(lt.Tools) < 10 {
+		t.Fatalf("tools: %v %v", lt, err)
+	}
+	if res := call(t, cs, "read_file", `{"path":"a.txt"}`); res.IsError || !strings.Contains(text(res), "alpha") {
+		t.Fatalf("read_file: %q", text(res))
+	}
+	if res := call(t, cs, "read_file", `{"path":"../../etc/passwd"}`); !res.IsError || !strings.Contains(text(res), "escapes the workspace") {
+		t.Fatalf("escape: %q", text(res))
+	}
+
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "b.txt", "content": "beta\n"}})
+		done <- res
+	}()
+	st, err := store.OpenSQLite(h.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := waitPending(t, st)
+	if a.Tool != "write_file" || !strings.HasPrefix(a.Session, "mcp-") {
+		t.Fatalf("request %+v", a)
+	}
+	approve := exec.Command(warden(t), "approvals", "approve", a.ID, "--as", "alice")
+	approve.Env = h.env
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("warden approvals approve: %v\n%s", err, out)
+	}
+	select {
+	case res := <-done:
+		if res == nil || res.IsError {
+			t.Fatalf("approved call: %+v", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approved call never returned")
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.ws, "b.txt")); string(b) != "beta\n" {
+		t.Fatalf("b.txt = %q", b)
+	}
+	waitState(t, st, a.ID, store.Executed)
+}
+
+// Elicitation through a real `warden mcp`: decline refuses, accept runs.
+func TestProcessElicitation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs warden")
+	}
+	t.Parallel()
+	h := newHome(t, "")
+	var mu sync.Mutex
+	answer := "decline"
+	co := &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if answer == "decline" {
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		}
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+	}}
+	cs := h.mcp(t, co)
+	if res := call(t, cs, "run_command", `{"command":"touch made"}`); !res.IsError || !strings.Contains(text(res), "declined") {
+		t.Fatalf("declined: %q", text(res))
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "made")); err == nil {
+		t.Fatal("declined command ran")
+	}
+	mu.Lock()
+	answer = "accept"
+	mu.Unlock()
+	if res := call(t, cs, "run_command", `{"command":"touch made"}`); res.IsError {
+		t.Fatalf("accepted: %q", text(res))
+	}
+	if _, err := os.Stat(filepath.Join(h.ws, "made")); err != nil {
+		t.Fatal("accepted command did not run")
+	}
+	// --no-elicit: the same client is not asked, and nobody else can be.
+	cs2 := h.mcp(t, co, "--no-elicit")
+	if res := call(t, cs2, "run_command", `{"command":"touch other"}`); !res.IsError || !strings.Contains(text(res), "no channel can reach") {
+		t.Fatalf("--no-elicit: %q", text(res))
+	}
+}
+
+// Cancelling a waiting call through a real `warden mcp` cancels its request.
+func TestProcessCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs warden")
+	}
+	t.Parallel()
+	h := newHome(t, supervised)
+	cs := h.mcp(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	go cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "c.txt", "content": "c"}})
+	st, err := store.OpenSQLite(h.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := waitPending(t, st)
+	cancel()
+	waitState(t, st, a.ID, store.Cancelled)
+}
+
+// Interop with an MCP client warden did not write: the MCP Inspector CLI.
+func TestInspectorCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs npx")
+	}
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Skip("npx is missing: install nodejs and npm to run the MCP Inspector interop test")
+	}
+	h := newHome(t, "")
+	run := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+		defer cancel()
+		base := []string{"-y", "@modelcontextprotocol/inspector@0.17", "--cli", warden(t), "mcp", "--workspace", h.ws}
+		cmd := exec.CommandContext(ctx, npx, append(base, args...)...)
+		cmd.Env = append(h.env, "npm_config_update_notifier=false")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err != nil {
+			return stdout.String() + stderr.String(), err
+		}
+		return stdout.String(), nil
+	}
+	out, err := run("--method", "tools/list")
+	if err != nil {
+		if strings.Contains(out, "npm error") || strings.Contains(out, "ENOTFOUND") || strings.Contains(out, "EAI_AGAIN") {
+			t.Skipf("the MCP Inspector could not be installed from the npm registry:\n%s", out)
+		}
+		t.Fatalf("tools/list: %v\n%s", err, out)
+	}
+	var list struct {
+		Tools []struct {
+			Name        string         `json:"name"`
+			Annotations map[string]any `json:"annotations"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Tools) < 10 {
+		t.Fatalf("tools/list output: %v\n%s", err, out)
+	}
+	out, err = run("--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=a.txt")
+	if err != nil || !strings.Contains(out, "alpha") {
+		t.Fatalf("tools/call read_file: %v\n%s", err, out)
+	}
+	out, _ = run("--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=../x")
+	if !strings.Contains(out, `"isError": true`) || !strings.Contains(out, "escapes the workspace") {
+		t.Fatalf("tools/call refusal:\n%s", out)
+	}
+}
