@@ -8,10 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -490,8 +487,8 @@ func TestSecurityCoreDoesNotImportLLM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
 		t.Skip("no go tool")
 	}
 	core := []string{"engine", "tools", "policy", "workspace", "shellpolicy", "sandbox", "approval", "command", "audit", "config"}
