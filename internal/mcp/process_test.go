@@ -59,7 +59,7 @@ type home struct {
 	env    []string
 }
 
-func newHome(t *testing.T, userConfig string) *home {
+func newHome(t testing.TB, userConfig string) *home {
 	t.Helper()
 	d := t.TempDir()
 	h := &home{ws: filepath.Join(d, "ws"), db: filepath.Join(d, "state", "warden", "warden.db")}

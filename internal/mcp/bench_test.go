@@ -1,0 +1,70 @@
+package mcp
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// benchConfig is the user config of the benchmarks: run_command allowed,
+// and the sandbox on when WARDEN_BENCH_SANDBOX=1.
+func benchConfig() string {
+	c := "[security.tool_policy.tools]\nrun_command = \"allow\"\n"
+	if os.Getenv("WARDEN_BENCH_SANDBOX") == "1" {
+		c += "\n[sandbox]\nenabled = true\nbackend = \"local\"\n"
+	}
+	return c
+}
+
+var benchCalls = map[string]string{
+	"read_file":   `{"path":"a.txt"}`,
+	"run_command": `{"command":"true"}`,
+}
+
+// Tool calls over one `warden mcp` stdio session.
+func BenchmarkStdio(b *testing.B) {
+	for _, tool := range []string{"read_file", "run_command"} {
+		b.Run(tool, func(b *testing.B) {
+			h := newHome(b, benchConfig())
+			cmd := exec.Command(warden(b), "mcp", "--workspace", h.ws)
+			cmd.Env = h.env
+			cmd.Stderr = os.Stderr
+			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			p := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(benchCalls[tool])}
+			if res, err := cs.CallTool(b.Context(), p); err != nil || res.IsError {
+				b.Fatalf("%v %v", err, res)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := cs.CallTool(b.Context(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// The same calls, one `warden tool call` process each.
+func BenchmarkProcess(b *testing.B) {
+	for _, tool := range []string{"read_file", "run_command"} {
+		b.Run(tool, func(b *testing.B) {
+			h := newHome(b, benchConfig())
+			for b.Loop() {
+				cmd := exec.Command(warden(b), "tool", "call", tool, "--workspace", h.ws, "--args", benchCalls[tool])
+				cmd.Env = h.env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
