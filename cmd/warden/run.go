@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/internal/agent"
+	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/llm"
@@ -154,7 +155,7 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 			return err
 		}
 	} else if res.Answer != "" {
-		fmt.Fprintln(stdout, strings.TrimRight(res.Answer, "\n"))
+		fmt.Fprintln(stdout, answerText(stdout, res.Answer))
 	}
 	switch res.StopReason {
 	case agent.StopDone, agent.StopInterrupted:
@@ -229,6 +230,22 @@ func handleSignals(stderr io.Writer, quit func(code int)) (<-chan struct{}, func
 	}
 }
 
+// answerText is the answer as printed: as is into a pipe or a file (it is
+// the data the user asked for), with control characters and escape
+// sequences made visible on a terminal, where text the model wrote must not
+// drive the terminal.
+func answerText(w io.Writer, s string) string {
+	s = strings.TrimRight(s, "\n")
+	if f, ok := w.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = approval.Printable(l, 0)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // progress renders the loop's events on stderr: one live line per step
 // on a terminal, plain lines otherwise.
 type progress struct {
@@ -274,7 +291,9 @@ func (p *progress) event(e agent.Event) {
 // line prints msg: on a terminal it replaces the live line (and keeps it
 // when final), elsewhere it is one plain line.
 func (p *progress) line(final bool, msg string) {
-	msg = strings.ReplaceAll(msg, "\n", " ")
+	// Tool names, arguments and errors come from the model: never let them
+	// reach the terminal as control characters.
+	msg = approval.Printable(msg, 0)
 	if !p.live {
 		fmt.Fprintln(p.w, "warden: "+msg)
 		return

@@ -431,3 +431,43 @@ func TestRunSIGTERM(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 }
+
+// The detector of TestRunAPIKeyCanary works: a user who allowlists the
+// key's variable for commands does see it in a command's environment.
+func TestRunAPIKeyCanaryControl(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, `
+[commands]
+env_allowlist = ["WARDEN_LLM_CANARY"]
+`,
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "run_command", Arguments: `{"command":"env"}`}}},
+		llmtest.Turn{Content: "done"},
+	)
+	if o := e.run("--mode", "yolo", "show the environment"); o.code != 0 {
+		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	}
+	reqs := e.srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), runCanary) {
+		t.Fatalf("an allowlisted variable did not reach the command: the canary test cannot fail")
+	}
+}
+
+// Tool names and arguments come from the model: the progress lines show
+// their control characters escaped, never raw.
+func TestRunProgressEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, "",
+		llmtest.Turn{ToolCalls: []llmtest.Call{{Name: "read_file\x1b]0;owned\x07\x1b[2J", Arguments: "{\"path\":\"\x1b[31mred\"}"}}},
+		llmtest.Turn{Content: "done"},
+	)
+	o := e.run("x")
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	}
+	if strings.ContainsAny(o.stderr, "\x1b\x07") {
+		t.Errorf("raw control characters on stderr: %q", o.stderr)
+	}
+	if !strings.Contains(o.stderr, `read_file\u001b`) {
+		t.Errorf("the escaped name is not shown: %q", o.stderr)
+	}
+}
