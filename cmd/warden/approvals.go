@@ -38,17 +38,12 @@ func openApprovalStore(db string) (*store.SQLite, error) {
 	return store.OpenSQLite(db, nil)
 }
 
-// newApprovalBroker builds the approval broker for cfg on the database db
-// ("" for the default): the terminal prompt when stdin and stderr are a
-// terminal, the configured channels, the supervisors. close releases it.
-func newApprovalBroker(ctx context.Context, cfg *config.Config, db string, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
-	st, err := openApprovalStore(db)
-	if err != nil {
-		return nil, nil, err
-	}
+// newApprovalBroker builds the approval broker for cfg on the store st: the
+// terminal prompt when stdin and stderr are a terminal, the configured
+// channels, the supervisors. close releases the channels; st stays open.
+func newApprovalBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
 	o, closeChannels, err := approval.OptionsFromConfig(cfg, nil)
 	if err != nil {
-		st.Close()
 		return nil, nil, err
 	}
 	o.Store, o.Logger = st, log
@@ -61,10 +56,9 @@ func newApprovalBroker(ctx context.Context, cfg *config.Config, db string, mirro
 	b, err := approval.New(ctx, o)
 	if err != nil {
 		closeChannels()
-		st.Close()
 		return nil, nil, err
 	}
-	return b, func() { closeChannels(); st.Close() }, nil
+	return b, func() { _ = closeChannels() }, nil
 }
 
 func newApprovalsCmd(g *globalFlags) *cobra.Command {

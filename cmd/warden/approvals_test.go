@@ -30,7 +30,12 @@ func TestApprovalsChild(t *testing.T) {
 	cfg := config.Default()
 	cfg.Security.Approval.NotifyChannel = "api"
 	cfg.Security.Approval.Supervisors = []config.Supervisor{{ID: "alice"}}
-	b, closeFn, err := newApprovalBroker(context.Background(), cfg, db, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := openApprovalStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, closeFn, err := newApprovalBroker(context.Background(), cfg, st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

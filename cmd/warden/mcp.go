@@ -20,11 +20,10 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/mcp"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
-	"github.com/wardenhq/warden/internal/workspace"
 )
 
 func init() { commands = append(commands, newMCPCmd) }
@@ -86,11 +85,18 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 		return err
 	}
 	session := mcp.NewSessionID()
-	eng, closeAll, err := newMCPEngine(ctx, g, cfg, f, session, servers, log)
+	so := f.so
+	so.cfg, so.session, so.db = cfg, session, *f.db
+	so.approver = mcpApprover(!f.noElicit)
+	if len(servers) > 0 {
+		so.registry = upstreamRegistry(servers)
+	}
+	a, err := newApp(ctx, g, stderr, so)
 	if err != nil {
 		return err
 	}
-	defer closeAll()
+	defer a.Close()
+	eng := a.engine
 	srv := mcp.NewServer(eng, &mcp.ServerOptions{Logger: log})
 	log.Info("serving MCP on stdio", "session", mcp.ShortID(session), "tools", len(eng.Tools()))
 	err = mcp.Serve(ctx, srv, &sdk.StdioTransport{})
@@ -141,130 +147,58 @@ func pinsPath() (string, error) {
 	return filepath.Join(dir, mcp.PinsFile), nil
 }
 
-// newMCPEngine builds the engine `warden mcp` serves: the workspace, the
-// sandbox when configured, the audit file, the approval brokers (the store,
-// plus elicitation), and the built-in tools or, with upstream servers, their
-// tools instead. It mirrors newApp, which has no hook yet for an approver
-// or extra tools.
-func newMCPEngine(ctx context.Context, g *globalFlags, cfg *config.Config, f *mcpFlags, session string, upstream []config.MCPServer, log *slog.Logger) (_ *engine.Engine, closeAll func(), err error) {
-	var closers []func()
-	closeAll = func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
+// upstreamRegistry serves the tools of the upstream [[mcp.servers]]
+// instead of the built-in ones: warden as a policy gateway.
+func upstreamRegistry(servers []config.MCPServer) func(ctx context.Context, a *app) (*tools.Registry, func(), error) {
+	return func(ctx context.Context, a *app) (_ *tools.Registry, closeAll func(), err error) {
+		var closers []func()
+		closeAll = func() {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
 		}
-	}
-	defer func() {
-		if err != nil {
-			closeAll()
-		}
-	}()
-	dir := g.workspace
-	if dir == "" {
-		dir = cfg.Workspace.Root
-	}
-	if dir == "" {
-		dir = "."
-	}
-	root, err := workspace.Open(dir, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected})
-	if err != nil {
-		return nil, closeAll, err
-	}
-	closers = append(closers, func() { root.Close() })
-
-	var sinks audit.Multi
-	if g.logFile != "" {
-		af, err := audit.OpenFile(g.logFile)
-		if err != nil {
-			return nil, closeAll, err
-		}
-		closers = append(closers, func() { af.Close() })
-		sinks = append(sinks, af)
-	}
-	env := &tools.Env{Root: root, Config: cfg, Session: session, Agent: f.so.agent}
-	env.FS, env.Runner = workspace.FS(root), command.Runner(&command.Local{Root: root.Dir()})
-	sandboxed := sandbox.Enabled(cfg.Sandbox)
-	if sandboxed {
-		if cfg.Sandbox.Invalid != "" {
-			log.Error("the [sandbox] section is invalid; running in lockdown (no network, read-only workspace)", "why", cfg.Sandbox.Invalid)
-		}
-		m := sandbox.NewManager(log)
-		closers = append(closers, func() { m.Close() })
-		opts := &sandbox.Options{
-			Workspace: root.Dir(), Sandbox: cfg.Sandbox,
-			Mask: cfg.Security.Mask, Protected: cfg.Security.Protected,
-			EnvAllowlist: cfg.Commands.EnvAllowlist, Logger: log,
-		}
-		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
-	}
-
-	reg := tools.Builtin(cfg)
-	if len(upstream) > 0 {
-		reg = tools.NewRegistry()
 		pp, err := pinsPath()
 		if err != nil {
 			return nil, closeAll, err
 		}
 		co := &mcp.ClientOptions{
-			Pins: mcp.OpenPins(pp), Logger: log, Dir: root.Dir(), Sandboxed: sandboxed,
-			Env: command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv),
+			Pins: mcp.OpenPins(pp), Logger: a.log, Dir: a.root.Dir(), Sandboxed: a.sandboxed,
+			Env: command.Environ(a.cfg.Commands.EnvAllowlist, os.LookupEnv),
 		}
-		for _, s := range upstream {
+		reg := tools.NewRegistry()
+		for _, s := range servers {
 			r, err := mcp.Connect(ctx, s, co)
 			if err != nil {
-				return nil, closeAll, err
+				closeAll()
+				return nil, func() {}, err
 			}
 			closers = append(closers, func() { r.Close() })
 			for _, t := range r.Tools() {
 				reg.Add(t)
 			}
 		}
+		return reg, closeAll, nil
 	}
+}
 
-	var hooks engine.HookRunner
-	if len(cfg.Hooks.PostEdit) > 0 && len(upstream) == 0 {
-		hooks = &engine.PostEditHooks{
-			Hooks: cfg.Hooks.PostEdit, Runner: env.Runner,
-			Env: command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv),
-		}
+// mcpApprover returns the approver constructor of `warden mcp`.
+func mcpApprover(elicit bool) func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
+	return func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
+		return newMCPApprover(ctx, cfg, st, mirror, log, elicit)
 	}
-	var approver approval.Approver
-	if !f.so.dryRun {
-		a, closeBrokers, err := newMCPApprover(ctx, cfg, *f.db, sinks, log, !f.noElicit)
-		if err != nil {
-			return nil, closeAll, err
-		}
-		closers = append(closers, closeBrokers)
-		approver = a
-	}
-	eng, err := engine.New(engine.Options{
-		Registry: reg, Env: env, AgentName: f.so.agent, Approver: approver,
-		Audit: sinks, DryRun: f.so.dryRun, Hooks: hooks, Log: log,
-	})
-	if err != nil {
-		return nil, closeAll, err
-	}
-	return eng, closeAll, nil
 }
 
 // newMCPApprover builds the approvers of `warden mcp` on the shared store:
 // one that asks nobody here (a supervisor decides through the store, or the
 // call fails safe), and, with elicit, one that also asks the MCP client.
 // Neither uses the terminal: stdin is the protocol.
-func newMCPApprover(ctx context.Context, cfg *config.Config, db string, mirror audit.Multi, log *slog.Logger, elicit bool) (approval.Approver, func(), error) {
-	st, err := openApprovalStore(db)
-	if err != nil {
-		return nil, nil, err
-	}
+func newMCPApprover(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger, elicit bool) (approval.Approver, func(), error) {
 	o, closeChannels, err := approval.OptionsFromConfig(cfg, nil)
 	if err != nil {
-		st.Close()
 		return nil, nil, err
 	}
-	closeFn := func() { closeChannels(); st.Close() }
-	o.Store, o.Logger = st, log
-	if len(mirror) > 0 {
-		o.Audit = mirror
-	}
+	closeFn := func() { _ = closeChannels() }
+	o.Store, o.Logger, o.Audit = st, log, mirror
 	o.Channels = append(o.Channels, mcp.ProgressChannel{})
 	plain, err := approval.New(ctx, o)
 	if err != nil {

@@ -8,22 +8,27 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
-// app is everything one CLI invocation needs to run tool calls.
+// app is everything one invocation needs to run tool calls.
 type app struct {
-	cfg     *config.Config
-	root    *workspace.Root
-	engine  *engine.Engine
-	log     *slog.Logger
-	closers []func() error
+	cfg       *config.Config
+	root      *workspace.Root
+	env       *tools.Env
+	engine    *engine.Engine
+	store     *store.SQLite
+	log       *slog.Logger
+	sandboxed bool
+	closers   []func() error
 }
 
 func (a *app) Close() {
@@ -38,17 +43,33 @@ type setupOptions struct {
 	noCommands bool
 	agent      string
 	session    string
+	// db is the approvals and audit database ("" for the default).
+	db string
+	// cfg, when set, is the configuration already loaded by the command.
+	cfg *config.Config
+	// approver builds the approver on the shared store; nil means the
+	// broker with the terminal prompt when stdin and stderr are a terminal.
+	approver func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error)
+	// registry builds the tools; nil means tools.Builtin.
+	registry func(ctx context.Context, a *app) (*tools.Registry, func(), error)
 }
 
-// newApp loads the configuration, opens the workspace and builds the engine.
-func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptions) (*app, error) {
-	a := &app{}
-	a.log = newLogger(stderr)
-	cfg, err := loadConfig(g, so, a.log)
-	if err != nil {
-		return nil, err
+// newApp loads the configuration, opens the workspace, the jail when the
+// workspace has one, the approvals and audit store, and builds the engine.
+func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptions) (_ *app, err error) {
+	a := &app{log: newLogger(stderr)}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	a.cfg = so.cfg
+	if a.cfg == nil {
+		if a.cfg, err = loadConfig(g, so, a.log); err != nil {
+			return nil, err
+		}
 	}
-	a.cfg = cfg
+	cfg := a.cfg
 	dir := g.workspace
 	if dir == "" {
 		dir = cfg.Workspace.Root
@@ -56,29 +77,34 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 	if dir == "" {
 		dir = "."
 	}
-	root, err := workspace.Open(dir, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected})
-	if err != nil {
+	if a.root, err = workspace.Open(dir, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected}); err != nil {
 		return nil, err
 	}
-	a.root = root
-	a.closers = append(a.closers, root.Close)
+	a.closers = append(a.closers, a.root.Close)
 
-	var sinks audit.Multi
+	// The file sink mirrors every record; the store holds approval requests
+	// and the hash-chained audit trail shared by every warden process.
+	var mirror audit.Multi
 	if g.logFile != "" {
 		f, err := audit.OpenFile(g.logFile)
 		if err != nil {
-			a.Close()
 			return nil, err
 		}
 		a.closers = append(a.closers, f.Close)
-		sinks = append(sinks, f)
+		mirror = append(mirror, f)
 	}
+	if a.store, err = openApprovalStore(so.db); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.store.Close)
+	sinks := append(append(audit.Multi{}, mirror...), a.store)
+
 	if so.session == "" {
 		so.session = newSessionID("cli")
 	}
-	env := &tools.Env{Root: root, Config: cfg, Session: so.session, Agent: so.agent}
-	env.FS, env.Runner = workspace.FS(root), command.Runner(&command.Local{Root: root.Dir()})
-	if sandbox.Enabled(cfg.Sandbox) {
+	env := &tools.Env{Root: a.root, Config: cfg, Session: so.session, Agent: so.agent}
+	env.FS, env.Runner = workspace.FS(a.root), command.Runner(&command.Local{Root: a.root.Dir()})
+	if a.sandboxed = sandbox.Enabled(cfg.Sandbox); a.sandboxed {
 		// Every effect goes through the jailed worker, started on first use;
 		// it never falls back to the host.
 		if cfg.Sandbox.Invalid != "" {
@@ -87,23 +113,36 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 		m := sandbox.NewManager(a.log)
 		a.closers = append(a.closers, m.Close)
 		opts := &sandbox.Options{
-			Workspace: root.Dir(), Sandbox: cfg.Sandbox,
+			Workspace: a.root.Dir(), Sandbox: cfg.Sandbox,
 			Mask: cfg.Security.Mask, Protected: cfg.Security.Protected,
 			EnvAllowlist: cfg.Commands.EnvAllowlist, Logger: a.log,
 		}
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 	}
-	// The store holds approval requests and the hash-chained audit trail,
-	// shared by every warden process of this user.
-	broker, closeBroker, err := newApprovalBroker(ctx, cfg, "", sinks, a.log)
+	a.env = env
+
+	newApprover := so.approver
+	if newApprover == nil {
+		newApprover = func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
+			return newApprovalBroker(ctx, cfg, st, mirror, log)
+		}
+	}
+	approver, closeApprover, err := newApprover(ctx, cfg, a.store, mirror, a.log)
 	if err != nil {
-		a.Close()
 		return nil, err
 	}
-	a.closers = append(a.closers, func() error { closeBroker(); return nil })
-	if s, ok := broker.Store().(audit.Sink); ok {
-		sinks = append(sinks, s)
+	a.closers = append(a.closers, func() error { closeApprover(); return nil })
+
+	reg := tools.Builtin(cfg)
+	if so.registry != nil {
+		r, closeReg, err := so.registry(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() error { closeReg(); return nil })
+		reg = r
 	}
+
 	var hooks engine.HookRunner
 	if len(cfg.Hooks.PostEdit) > 0 {
 		hooks = &engine.PostEditHooks{
@@ -112,21 +151,19 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 			Env:    command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv),
 		}
 	}
-	eng, err := engine.New(engine.Options{
-		Registry:  tools.Builtin(cfg),
+	a.engine, err = engine.New(engine.Options{
+		Registry:  reg,
 		Env:       env,
 		AgentName: so.agent,
 		Audit:     sinks,
-		Approver:  broker,
+		Approver:  approver,
 		DryRun:    so.dryRun,
 		Hooks:     hooks,
 		Log:       a.log,
 	})
 	if err != nil {
-		a.Close()
 		return nil, err
 	}
-	a.engine = eng
 	return a, nil
 }
 
