@@ -118,19 +118,12 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 		}
 		a.log.Info("no price for the model: cost is not tracked", "model", model.Model())
 	}
-	mode := a.cfg.Security.ConfirmMode
-	if ag.ConfirmMode != "" {
-		mode = ag.ConfirmMode
-	}
+	mode := policy.EffectiveMode(a.cfg, ag)
 	if mode == config.ModeYolo && !a.cfg.Commands.AllowedOnly && !f.dryRun {
 		fmt.Fprintln(stderr, "warden: warning: yolo mode runs every command the blocklist does not stop, without asking; set commands.allowed_only = true to refuse dangerous ones")
 	}
 
-	sink, closeSink, err := runAudit(g)
-	if err != nil {
-		return err
-	}
-	defer closeSink()
+	sink := a.audit
 
 	stop, release := handleSignals(stderr, func(code int) {
 		rec := audit.Record{Time: time.Now().UTC(), Event: "stop", Session: session, Agent: f.agent, Workspace: a.root.Dir(),
@@ -162,36 +155,6 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 		return nil
 	}
 	return silentExit(exitFailed)
-}
-
-// runAudit is where the loop's own records (llm_call, stop) go: the
-// --log-file next to the engine's records, and the audit trail in the
-// store. A second append handle on each: every record is one write (file)
-// or one transaction (store), so the engine's records and these interleave
-// whole.
-func runAudit(g *globalFlags) (audit.Sink, func(), error) {
-	var sinks audit.Multi
-	var closers []func() error
-	if g.logFile != "" {
-		f, err := audit.OpenFile(g.logFile)
-		if err != nil {
-			return nil, nil, err
-		}
-		sinks, closers = append(sinks, f), append(closers, f.Close)
-	}
-	st, err := openApprovalStore("")
-	if err != nil {
-		for _, c := range closers {
-			_ = c()
-		}
-		return nil, nil, err
-	}
-	sinks, closers = append(sinks, st), append(closers, st.Close)
-	return sinks, func() {
-		for _, c := range closers {
-			_ = c()
-		}
-	}, nil
 }
 
 // handleSignals turns the first SIGINT or SIGTERM into a closed stop

@@ -13,6 +13,7 @@ import (
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
+	"github.com/wardenhq/warden/internal/policy"
 	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
@@ -21,11 +22,14 @@ import (
 
 // app is everything one invocation needs to run tool calls.
 type app struct {
-	cfg       *config.Config
-	root      *workspace.Root
-	env       *tools.Env
-	engine    *engine.Engine
-	store     *store.SQLite
+	cfg    *config.Config
+	root   *workspace.Root
+	env    *tools.Env
+	engine *engine.Engine
+	store  *store.SQLite
+	// audit is where the engine's records go (the --log-file and the
+	// store); commands add their own records (an agent's stop) to it.
+	audit     audit.Sink
 	log       *slog.Logger
 	sandboxed bool
 	closers   []func() error
@@ -70,6 +74,9 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 		}
 	}
 	cfg := a.cfg
+	if _, err := policy.LookupAgent(cfg, so.agent); err != nil {
+		return nil, usageErr("--agent: %v", err)
+	}
 	dir := g.workspace
 	if dir == "" {
 		dir = cfg.Workspace.Root
@@ -98,6 +105,7 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 	}
 	a.closers = append(a.closers, a.store.Close)
 	sinks := append(append(audit.Multi{}, mirror...), a.store)
+	a.audit = sinks
 
 	if so.session == "" {
 		so.session = newSessionID("cli")
