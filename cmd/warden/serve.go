@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/mcp"
 	"github.com/wardenhq/warden/internal/server"
 )
 
@@ -22,10 +27,18 @@ func init() { commands = append(commands, newServeCmd) }
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var addr, cert, key string
 	var insecurePublic bool
+	var mcpWorkspaces []string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the approvals API (bearer-token protected, loopback by default)",
-		Args:  cobra.NoArgs,
+		Short: "Serve the approvals API and MCP over HTTP (bearer-token protected, loopback by default)",
+		Long: `Serve the approvals REST API (/api/approvals, with an SSE stream) and, for each
+--mcp-workspace NAME=DIR, warden's tools over MCP streamable HTTP at /mcp/NAME.
+
+API calls need a supervisor's bearer token (security.approval.supervisors'
+token_env). MCP clients need a token of their own, from the environment:
+WARDEN_MCP_TOKEN_<CLIENT>=<token> (at least 20 characters). A workspace with a
+[sandbox] section keeps one jailed worker while the server runs.`,
+		Args: cobra.NoArgs,
 	}
 	db := dbFlag(cmd)
 	cmd.RunE = func(c *cobra.Command, _ []string) error {
@@ -57,13 +70,26 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		handler := api.Handler()
+		if len(mcpWorkspaces) > 0 {
+			mh, closeMCP, err := mcpHTTP(c.Context(), g, mcpWorkspaces, *db, b, c.ErrOrStderr(), log)
+			if err != nil {
+				api.Close()
+				return err
+			}
+			defer closeMCP()
+			mux := http.NewServeMux()
+			mux.Handle("/mcp/", mh)
+			mux.Handle("/", handler)
+			handler = mux
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			api.Close()
 			return fmt.Errorf("failed to listen on %s: %w", addr, err)
 		}
 		srv := &http.Server{
-			Handler:           api.Handler(),
+			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       30 * time.Second,
 			IdleTimeout:       120 * time.Second,
@@ -105,5 +131,65 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	f.StringVar(&cert, "tls-cert", "", "TLS certificate file")
 	f.StringVar(&key, "tls-key", "", "TLS key file")
 	f.BoolVar(&insecurePublic, "insecure-public", false, "allow a non-loopback address without TLS")
+	f.StringArrayVar(&mcpWorkspaces, "mcp-workspace", nil, "serve MCP for workspace DIR at /mcp/NAME (NAME=DIR, repeatable)")
 	return cmd
+}
+
+// mcpHTTP builds the MCP streamable-HTTP handler for the workspaces given
+// as NAME=DIR: one app (configuration, jail, store) per workspace, and one
+// engine per MCP session so the audit trail tells sessions apart.
+func mcpHTTP(ctx context.Context, g *globalFlags, specs []string, db string, b *approval.Broker, stderr io.Writer, log *slog.Logger) (http.Handler, func(), error) {
+	var apps []*app
+	closeAll := func() {
+		for _, a := range apps {
+			a.Close()
+		}
+	}
+	servers := map[string]*sdk.Server{}
+	for _, spec := range specs {
+		name, dir, ok := strings.Cut(spec, "=")
+		if !ok || name == "" || dir == "" {
+			closeAll()
+			return nil, nil, usageErr("--mcp-workspace %q: want NAME=DIR", spec)
+		}
+		if _, ok := mcp.WorkspaceFromPath("/mcp/" + name); !ok {
+			closeAll()
+			return nil, nil, usageErr("--mcp-workspace %q: NAME must be letters, digits, '-' or '_'", spec)
+		}
+		if servers[name] != nil {
+			closeAll()
+			return nil, nil, usageErr("--mcp-workspace %s: the name is used twice", name)
+		}
+		wg := *g
+		wg.workspace = dir
+		a, err := newApp(ctx, &wg, stderr, setupOptions{db: db, session: "mcp-http", approver: mcpApprover(true)})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--mcp-workspace %s: %w", name, err)
+		}
+		apps = append(apps, a)
+		servers[name] = mcp.NewServer(a.engine, &mcp.ServerOptions{
+			Logger:     log,
+			ForSession: func(session string) (mcp.Engine, error) { return a.engineFor(session) },
+		})
+	}
+	tokens, err := mcp.TokensFromEnv(os.Environ())
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	if len(tokens) == 0 {
+		log.Warn("no MCP client tokens (" + mcp.TokenEnvPrefix + "<CLIENT>=<token>): every MCP request will be refused")
+	}
+	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{
+		Server:        func(name string) *sdk.Server { return servers[name] },
+		Tokens:        tokens,
+		OnAuthFailure: b.AuditAuthFailure,
+		Logger:        log,
+	})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return h, closeAll, nil
 }

@@ -26,7 +26,9 @@ type app struct {
 	root   *workspace.Root
 	env    *tools.Env
 	engine *engine.Engine
-	store  *store.SQLite
+	// engineOpts built engine; a server copies them for each session.
+	engineOpts engine.Options
+	store      *store.SQLite
 	// audit is where the engine's records go (the --log-file and the
 	// store); commands add their own records (an agent's stop) to it.
 	audit     audit.Sink
@@ -159,7 +161,7 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 			Env:    command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv),
 		}
 	}
-	a.engine, err = engine.New(engine.Options{
+	a.engineOpts = engine.Options{
 		Registry:  reg,
 		Env:       env,
 		AgentName: so.agent,
@@ -168,11 +170,21 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 		DryRun:    so.dryRun,
 		Hooks:     hooks,
 		Log:       a.log,
-	})
-	if err != nil {
+	}
+	if a.engine, err = engine.New(a.engineOpts); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// engineFor returns an engine like a's whose calls are recorded under
+// session: one per MCP session of a server.
+func (a *app) engineFor(session string) (*engine.Engine, error) {
+	o := a.engineOpts
+	env := *o.Env
+	env.Session = session
+	o.Env = &env
+	return engine.New(o)
 }
 
 // loadConfig returns the effective configuration for g: defaults < user
