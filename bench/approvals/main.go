@@ -273,6 +273,8 @@ func pct(d []time.Duration) string {
 		return "-"
 	}
 	slices.Sort(d)
-	p := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))].Round(10 * time.Microsecond) }
+	p := func(q float64) time.Duration {
+		return d[min(len(d)-1, int(q*float64(len(d))))].Round(10 * time.Microsecond)
+	}
 	return fmt.Sprintf("p50=%s p90=%s p99=%s max=%s", p(0.50), p(0.90), p(0.99), d[len(d)-1].Round(10*time.Microsecond))
 }
