@@ -396,7 +396,18 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 		buf = make([]byte, 0, 64<<10)
 	}
 	buf = buf[:0]
-	for {
+	// With the size known at open, read exactly that much: a file that
+	// changes while it is searched is read as it was, and a small file
+	// costs one read instead of two (the second only to see EOF).
+	want := int64(-1)
+	if sz, ok := f.(interface{ Size() int64 }); ok {
+		want = sz.Size()
+		if want > searchMaxFileSize {
+			return nil, buf, skipLarge, nil
+		}
+		buf = slices.Grow(buf, int(want))
+	}
+	for want < 0 || int64(len(buf)) < want {
 		if len(buf) == cap(buf) {
 			if len(buf) > searchMaxFileSize {
 				return nil, buf, skipLarge, nil

@@ -93,7 +93,7 @@ func (w *Root) Open(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &file{fd: n.fd, name: path.Base(path.Clean(name))}, nil
+	return &file{fd: n.fd, name: path.Base(path.Clean(name)), size: n.st.Size}, nil
 }
 
 // file is a read-only view of an opened regular workspace file.
@@ -103,7 +103,13 @@ type file struct {
 	mu   sync.Mutex
 	fd   int // -1 once closed
 	name string
+	size int64 // at open
 }
+
+// Size is the file's size when it was opened, so a reader can size its
+// buffer and stop at the end without one more read to see EOF. A file
+// written meanwhile may have grown or shrunk since.
+func (f *file) Size() int64 { return f.size }
 
 var (
 	_ fs.File     = (*file)(nil)
