@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -84,23 +85,22 @@ func (e *hintErr) Hint() string  { return e.hint }
 // sandboxOptions loads the configuration and returns the sandbox options of
 // the workspace, or nil when it has no [sandbox] section.
 func sandboxOptions(g *globalFlags, stderr io.Writer) (*sandbox.Options, error) {
-	ld, err := config.Load(config.LoadOptions{WorkspaceDir: g.workspace, ExtraFile: g.config})
+	log := newLogger(stderr)
+	cfg, err := loadConfig(g, setupOptions{}, log)
 	if err != nil {
 		return nil, err
 	}
-	cfg := ld.Config
 	if !sandbox.Enabled(cfg.Sandbox) {
 		return nil, nil
 	}
-	dir := g.workspace
-	if dir == "" {
-		dir = cfg.Workspace.Root
-	}
-	if dir == "" {
-		dir = "."
-	}
+	return jailOptions(cfg, workspaceDir(g, cfg), log), nil
+}
+
+// jailOptions are the sandbox options of the workspace dir under cfg. An
+// invalid [sandbox] section is said loudly: it runs in lockdown.
+func jailOptions(cfg *config.Config, dir string, log *slog.Logger) *sandbox.Options {
 	if cfg.Sandbox.Invalid != "" {
-		fmt.Fprintf(stderr, "warden: error: the [sandbox] section is invalid (%s); running in lockdown: no network, read-only workspace\n", cfg.Sandbox.Invalid)
+		log.Error("the [sandbox] section is invalid; running in lockdown (no network, read-only workspace)", "why", cfg.Sandbox.Invalid)
 	}
 	return &sandbox.Options{
 		Workspace:    dir,
@@ -108,6 +108,6 @@ func sandboxOptions(g *globalFlags, stderr io.Writer) (*sandbox.Options, error) 
 		Mask:         cfg.Security.Mask,
 		Protected:    cfg.Security.Protected,
 		EnvAllowlist: cfg.Commands.EnvAllowlist,
-		Logger:       newLogger(stderr),
-	}, nil
+		Logger:       log,
+	}
 }

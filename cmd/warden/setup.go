@@ -79,14 +79,7 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 	if _, err := policy.LookupAgent(cfg, so.agent); err != nil {
 		return nil, usageErr("--agent: %v", err)
 	}
-	dir := g.workspace
-	if dir == "" {
-		dir = cfg.Workspace.Root
-	}
-	if dir == "" {
-		dir = "."
-	}
-	if a.root, err = workspace.Open(dir, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected}); err != nil {
+	if a.root, err = workspace.Open(workspaceDir(g, cfg), &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected}); err != nil {
 		return nil, err
 	}
 	a.closers = append(a.closers, a.root.Close)
@@ -117,16 +110,9 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 	if a.sandboxed = sandbox.Enabled(cfg.Sandbox); a.sandboxed {
 		// Every effect goes through the jailed worker, started on first use;
 		// it never falls back to the host.
-		if cfg.Sandbox.Invalid != "" {
-			a.log.Error("the [sandbox] section is invalid; running in lockdown (no network, read-only workspace)", "why", cfg.Sandbox.Invalid)
-		}
 		m := sandbox.NewManager(a.log)
 		a.closers = append(a.closers, m.Close)
-		opts := &sandbox.Options{
-			Workspace: a.root.Dir(), Sandbox: cfg.Sandbox,
-			Mask: cfg.Security.Mask, Protected: cfg.Security.Protected,
-			EnvAllowlist: cfg.Commands.EnvAllowlist, Logger: a.log,
-		}
+		opts := jailOptions(cfg, a.root.Dir(), a.log)
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 	}
 	a.env = env
@@ -185,6 +171,18 @@ func (a *app) engineFor(session string) (*engine.Engine, error) {
 	env.Session = session
 	o.Env = &env
 	return engine.New(o)
+}
+
+// workspaceDir is the workspace: --workspace, else workspace.root, else
+// the current directory.
+func workspaceDir(g *globalFlags, cfg *config.Config) string {
+	switch {
+	case g.workspace != "":
+		return g.workspace
+	case cfg.Workspace.Root != "":
+		return cfg.Workspace.Root
+	}
+	return "."
 }
 
 // loadConfig returns the effective configuration for g: defaults < user
