@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
-	"github.com/wardenhq/warden/internal/workspace"
 )
 
 // Limits of the file tools.
@@ -33,19 +32,7 @@ func checkPath(env *Env, op, name string, write bool) error {
 	if env.Root == nil {
 		return nil
 	}
-	rel, err := env.Root.Clean(op, name)
-	if err != nil {
-		return err
-	}
-	if rule, ok := env.Root.MaskRule(rel); ok {
-		return &workspace.PathError{Op: op, Path: name, Rule: rule, Err: workspace.ErrMasked}
-	}
-	if write {
-		if rule, ok := env.Root.ProtectRule(rel); ok {
-			return &workspace.PathError{Op: op, Path: name, Rule: rule, Err: workspace.ErrProtected}
-		}
-	}
-	return nil
+	return env.Root.Check(op, name, write)
 }
 
 func isBinary(b []byte) bool {

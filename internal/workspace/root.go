@@ -152,6 +152,16 @@ func (w *Root) ProtectRule(rel string) (string, bool) { return match(w.protected
 // check cleans name and applies the masks (and, for changes, the protected
 // paths) to the name as given. The real location of what is then opened is
 // checked again by open.
+// Check applies the name-level guards to name without touching the file
+// system: syntax, lexical escapes, masks and, when write is set, protected
+// paths. Callers use it to refuse a call before asking anyone about it; the
+// operations themselves apply the same guards again, race-free, on the
+// real location.
+func (w *Root) Check(op, name string, write bool) error {
+	_, err := w.check(op, name, write)
+	return err
+}
+
 func (w *Root) check(op, name string, write bool) (string, error) {
 	rel, err := w.Clean(op, name)
 	if err != nil {
