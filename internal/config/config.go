@@ -79,6 +79,42 @@ type Approval struct {
 	Supervisors    []Supervisor  `toml:"supervisors" yaml:"supervisors" json:"supervisors,omitempty"`
 	Webhook        Webhook       `toml:"webhook" yaml:"webhook" json:"webhook"`
 	AutoApprove    []AutoApprove `toml:"auto_approve" yaml:"auto_approve" json:"auto_approve,omitempty"`
+	// PageURL is where supervisors reach `warden serve`'s page; channels
+	// put links to requests under it (e.g. "https://warden.example:8443").
+	PageURL string `toml:"page_url" yaml:"page_url" json:"page_url,omitempty"`
+	// GrantMaxMinutes caps "approve and allow this exact call for this
+	// session for N minutes" (default 60, 1..1440).
+	GrantMaxMinutes int         `toml:"grant_max_minutes" yaml:"grant_max_minutes" json:"grant_max_minutes"`
+	Slack           ChatWebhook `toml:"slack" yaml:"slack" json:"slack"`
+	Discord         ChatWebhook `toml:"discord" yaml:"discord" json:"discord"`
+	Telegram        Telegram    `toml:"telegram" yaml:"telegram" json:"telegram"`
+	Email           Email       `toml:"email" yaml:"email" json:"email"`
+}
+
+// ChatWebhook is an incoming-webhook channel (Slack, Discord). The webhook
+// URL is itself the secret, so it is read from the variable URLEnv names.
+type ChatWebhook struct {
+	URLEnv string `toml:"url_env" yaml:"url_env" json:"url_env,omitempty"`
+}
+
+// Telegram is the Telegram Bot API channel.
+type Telegram struct {
+	// APIURL is the Bot API base URL (default https://api.telegram.org).
+	APIURL      string `toml:"api_url" yaml:"api_url" json:"api_url,omitempty"`
+	BotTokenEnv string `toml:"bot_token_env" yaml:"bot_token_env" json:"bot_token_env,omitempty"`
+	// ChatIDs are the supervisors' chats: only updates from these decide.
+	ChatIDs []int64 `toml:"chat_ids" yaml:"chat_ids" json:"chat_ids,omitempty"`
+}
+
+// Email is the SMTP channel (STARTTLS required).
+type Email struct {
+	SMTPAddr    string   `toml:"smtp_addr" yaml:"smtp_addr" json:"smtp_addr,omitempty"` // host:port
+	From        string   `toml:"from" yaml:"from" json:"from,omitempty"`
+	To          []string `toml:"to" yaml:"to" json:"to,omitempty"`
+	UsernameEnv string   `toml:"username_env" yaml:"username_env" json:"username_env,omitempty"`
+	PasswordEnv string   `toml:"password_env" yaml:"password_env" json:"password_env,omitempty"`
+	// CAFile adds a CA for the SMTP server's certificate (PEM).
+	CAFile string `toml:"ca_file" yaml:"ca_file" json:"ca_file,omitempty"`
 }
 
 // Supervisor may decide approval requests; its token comes from TokenEnv.
@@ -138,6 +174,23 @@ type Sandbox struct {
 	Network     bool     `toml:"network" yaml:"network" json:"network"`
 	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
 	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
+
+	// docker backend: the image the workspace's container runs, and its
+	// memory limit in MiB (default 2048).
+	DockerImage string `toml:"docker_image" yaml:"docker_image" json:"docker_image,omitempty"`
+	MemoryMB    int    `toml:"memory_mb" yaml:"memory_mb" json:"memory_mb,omitempty"`
+
+	// ssh backend. IdentityFile empty: the ssh agent (SSH_AUTH_SOCK).
+	// KnownHosts default ~/.ssh/known_hosts; an unknown host key is refused.
+	// RemotePath is the workspace on the remote host (default: the same
+	// path); RemoteWarden the warden binary there (default "warden").
+	RemoteHost   string `toml:"remote_host" yaml:"remote_host" json:"remote_host,omitempty"`
+	RemotePort   int    `toml:"remote_port" yaml:"remote_port" json:"remote_port,omitempty"`
+	RemoteUser   string `toml:"remote_user" yaml:"remote_user" json:"remote_user,omitempty"`
+	IdentityFile string `toml:"identity_file" yaml:"identity_file" json:"identity_file,omitempty"`
+	KnownHosts   string `toml:"known_hosts" yaml:"known_hosts" json:"known_hosts,omitempty"`
+	RemotePath   string `toml:"remote_path" yaml:"remote_path" json:"remote_path,omitempty"`
+	RemoteWarden string `toml:"remote_warden" yaml:"remote_warden" json:"remote_warden,omitempty"`
 	// Invalid is set when the [sandbox] section could not be used as written:
 	// the sandbox then runs in lockdown (fail closed), never unsandboxed.
 	Invalid string `toml:"-" yaml:"-" json:"invalid,omitempty"`

@@ -14,11 +14,14 @@ import (
 )
 
 var (
-	namePattern   = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-	envNamePatt   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	envAllowPatt  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
-	hostnamePatt  = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
-	supervisorIDs = regexp.MustCompile(`^[A-Za-z0-9_.@-]+$`)
+	namePattern     = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	envNamePatt     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envAllowPatt    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*\*?$`)
+	hostnamePatt    = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
+	dockerImagePatt = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:@-]*$`)
+	remoteUserPatt  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+	emailPatt       = regexp.MustCompile(`^[^@\s<>]+@[^@\s<>]+$`)
+	supervisorIDs   = regexp.MustCompile(`^[A-Za-z0-9_.@-]+$`)
 )
 
 // Defaults applied to entries of lists of tables when a key is absent.
@@ -242,6 +245,35 @@ func (l *layer) validateApproval() {
 	}
 	l.httpURL(p+".webhook.url", a.Webhook.URL)
 	l.envName(p+".webhook.secret_env", a.Webhook.SecretEnv)
+	l.httpURL(p+".page_url", a.PageURL)
+	l.intRange(p+".grant_max_minutes", a.GrantMaxMinutes, 1, 1440)
+	l.envName(p+".slack.url_env", a.Slack.URLEnv)
+	l.envName(p+".discord.url_env", a.Discord.URLEnv)
+	l.httpURL(p+".telegram.api_url", a.Telegram.APIURL)
+	l.envName(p+".telegram.bot_token_env", a.Telegram.BotTokenEnv)
+	for i, id := range a.Telegram.ChatIDs {
+		if id == 0 {
+			l.bad(idx(p+".telegram.chat_ids", i), id, "must be a Telegram chat id (not 0)")
+		}
+	}
+	if l.has(p + ".email.smtp_addr") {
+		if h, port, err := net.SplitHostPort(a.Email.SMTPAddr); err != nil || h == "" || port == "" {
+			l.bad(p+".email.smtp_addr", a.Email.SMTPAddr, "must be host:port")
+		}
+	}
+	if l.has(p+".email.from") && !emailPatt.MatchString(a.Email.From) {
+		l.bad(p+".email.from", a.Email.From, "must be an email address")
+	}
+	for i, to := range a.Email.To {
+		if !emailPatt.MatchString(to) {
+			l.bad(idx(p+".email.to", i), to, "must be an email address")
+		}
+	}
+	l.envName(p+".email.username_env", a.Email.UsernameEnv)
+	l.envName(p+".email.password_env", a.Email.PasswordEnv)
+	if l.has(p+".email.ca_file") && strings.TrimSpace(a.Email.CAFile) == "" {
+		l.bad(p+".email.ca_file", a.Email.CAFile, "must be a path")
+	}
 	for i := range a.AutoApprove {
 		r := &a.AutoApprove[i]
 		e := idx(p+".auto_approve", i)
@@ -318,6 +350,26 @@ func (l *layer) validateSandbox() {
 	l.nonEmpty("sandbox.rw_paths", s.RWPaths)
 	l.nonEmpty("sandbox.ro_paths", s.ROPaths)
 	l.globs("sandbox.mask", s.Mask)
+	if l.has("sandbox.docker_image") && !dockerImagePatt.MatchString(s.DockerImage) {
+		l.bad("sandbox.docker_image", s.DockerImage, "must be an image reference such as debian:12 or registry/name@sha256:…")
+	}
+	l.intRange("sandbox.memory_mb", s.MemoryMB, 64, 1<<20)
+	if l.has("sandbox.remote_host") && !hostnamePatt.MatchString(s.RemoteHost) && net.ParseIP(s.RemoteHost) == nil {
+		l.bad("sandbox.remote_host", s.RemoteHost, "must be a host name or an IP address")
+	}
+	l.intRange("sandbox.remote_port", s.RemotePort, 1, 65535)
+	if l.has("sandbox.remote_user") && !remoteUserPatt.MatchString(s.RemoteUser) {
+		l.bad("sandbox.remote_user", s.RemoteUser, "must be a user name (letters, digits, _ . -)")
+	}
+	for _, k := range []struct{ key, v string }{{"identity_file", s.IdentityFile}, {"known_hosts", s.KnownHosts},
+		{"remote_path", s.RemotePath}, {"remote_warden", s.RemoteWarden}} {
+		if l.has("sandbox."+k.key) && (strings.TrimSpace(k.v) == "" || strings.ContainsAny(k.v, "\x00\n")) {
+			l.bad("sandbox."+k.key, k.v, "must be a path")
+		}
+	}
+	if l.has("sandbox.remote_path") && !strings.HasPrefix(s.RemotePath, "/") {
+		l.bad("sandbox.remote_path", s.RemotePath, "must be an absolute path on the remote host")
+	}
 }
 
 func (l *layer) validateLLM() {

@@ -200,8 +200,8 @@ func TestResolve(t *testing.T) {
 		{"invalid → lockdown", config.Sandbox{Enabled: true, Network: true, Invalid: "sandbox.lockdown: want a boolean"}, nil, true, true, false},
 		{"unknown backend → lockdown", config.Sandbox{Backend: "firecracker"}, nil, true, true, false},
 		{"bad landlock → lockdown", config.Sandbox{Landlock: "maybe"}, nil, true, true, false},
-		{"docker refused", config.Sandbox{Backend: "docker"}, ErrBackendUnavailable, false, false, false},
-		{"ssh refused", config.Sandbox{Backend: "ssh"}, ErrBackendUnavailable, false, false, false},
+		{"docker accepted (checked at start)", config.Sandbox{Backend: "docker"}, nil, false, false, false},
+		{"ssh accepted (checked at start)", config.Sandbox{Backend: "ssh"}, nil, false, false, false},
 		{"modal refused", config.Sandbox{Backend: "modal"}, ErrBackendUnavailable, false, false, false},
 		{"modal refused even when invalid", config.Sandbox{Backend: "modal", Invalid: "x"}, ErrBackendUnavailable, false, false, false},
 	}

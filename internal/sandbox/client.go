@@ -81,11 +81,13 @@ type Info struct {
 type Worker struct {
 	opts     Options
 	settings Settings
-	cmd      *exec.Cmd
+	proc     process
 	stdin    io.WriteCloser
-	cg       *pidsCgroup
-	masks    *masked
 	info     Info
+	// cmd and cg are the local backend's bwrap process and pids cgroup
+	// (nil for other backends).
+	cmd *exec.Cmd
+	cg  *pidsCgroup
 
 	wmu     sync.Mutex // serialises request lines
 	mu      sync.Mutex
@@ -123,6 +125,29 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 	if o.HostEnv == nil {
 		o.HostEnv = os.Environ()
 	}
+	switch s.Backend {
+	case BackendLocal:
+		return startLocal(ctx, &o, s)
+	default:
+		start := backends[s.Backend]
+		if start == nil {
+			return nil, &HintError{
+				Err:     fmt.Errorf("backend %s is not available in this build; warden never runs a sandboxed workspace unsandboxed: %w", s.Backend, ErrBackendUnavailable),
+				HintMsg: `set backend = "local" in [sandbox] to use bubblewrap on this machine`,
+			}
+		}
+		return start(ctx, &o, s)
+	}
+}
+
+// backends holds the start functions of the backends other than local,
+// registered by their files' init.
+var backends = map[string]func(ctx context.Context, o *Options, s Settings) (*Worker, error){}
+
+// startLocal runs the worker under bubblewrap on this host.
+func startLocal(ctx context.Context, op *Options, s Settings) (w *Worker, err error) {
+	o := *op
+	log := o.logger()
 	bw, err := findBwrap(o.Bwrap)
 	if err != nil {
 		return nil, err
@@ -270,10 +295,6 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 	}
 	stderr := &tailWriter{max: 8 << 10, log: log}
 	cmd.Stderr = stderr
-	w = &Worker{
-		opts: o, settings: s, cmd: cmd, stdin: stdin, cg: cg, masks: m,
-		pending: make(map[uint64]chan *Response), dead: make(chan struct{}),
-	}
 	if err := cmd.Start(); err != nil {
 		cg.destroy()
 		return nil, fmt.Errorf("failed to start bwrap: %w", err)
@@ -282,7 +303,8 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 		f.Close()
 	}
 	files = nil
-	go w.wait(stderr)
+	w = newWorker(o, s, &localProc{cmd: cmd, cg: cg, stderr: stderr}, stdin)
+	w.cmd, w.cg = cmd, cg
 	started := w
 	defer func() {
 		if err != nil {
@@ -304,30 +326,91 @@ func Start(ctx context.Context, opts *Options) (w *Worker, err error) {
 		return nil, w.startError(fmt.Errorf("failed to start the jail: %w", err))
 	}
 	blockW.Close()
-	go w.read(stdout)
-
-	hctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
-	defer cancel()
-	resp, err := w.call(hctx, &Request{Op: OpPing}, o.StartTimeout)
-	if err != nil {
-		return nil, w.startError(err)
-	}
-	seccomp := seccompState
-	if resp.Hello != nil {
-		if resp.Hello.Seccomp == "filter" {
-			seccomp = "enforced"
-		} else if seccompProgram != nil {
-			return nil, fmt.Errorf("the seccomp filter is not in force in the worker (status %q); refusing to run", resp.Hello.Seccomp)
-		}
-	}
-	w.info = Info{
+	info := Info{
 		Workspace: ws, Backend: s.Backend, Lockdown: s.Lockdown, Forced: s.Forced, Network: s.Network && !s.Lockdown,
-		Seccomp: seccomp, Landlock: resp.Hello.Landlock, PidsMax: pidsMax, PID: cmd.Process.Pid,
-		Started: time.Now(), Masked: len(m.files) + len(m.dirs),
+		Seccomp: seccompState, PidsMax: pidsMax, PID: cmd.Process.Pid, Masked: len(m.files) + len(m.dirs),
 	}
-	w.touch()
-	log.Info("sandbox worker started", "workspace", ws, "lockdown", s.Lockdown, "seccomp", seccomp, "landlock", w.info.Landlock)
+	if err := w.handshake(ctx, stdout, info, seccompProgram != nil); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// newWorker wraps a started backend process whose stdin is the worker's
+// request stream. The caller then calls handshake with its stdout.
+func newWorker(o Options, s Settings, p process, stdin io.WriteCloser) *Worker {
+	w := &Worker{
+		opts: o, settings: s, proc: p, stdin: stdin,
+		pending: make(map[uint64]chan *Response), dead: make(chan struct{}),
+	}
+	go w.wait()
+	return w
+}
+
+// handshake starts reading responses from stdout, pings the worker and
+// records info. With wantSeccomp, a worker that reports no seccomp filter
+// in force is refused. On error the worker has been killed.
+func (w *Worker) handshake(ctx context.Context, stdout io.Reader, info Info, wantSeccomp bool) error {
+	go w.read(stdout)
+	hctx, cancel := context.WithTimeout(ctx, w.opts.StartTimeout)
+	defer cancel()
+	resp, err := w.call(hctx, &Request{Op: OpPing}, w.opts.StartTimeout)
+	if err != nil {
+		return w.startError(err)
+	}
+	if resp.Hello == nil {
+		return w.startError(errors.New("the worker did not say hello"))
+	}
+	if resp.Hello.Seccomp == "filter" {
+		info.Seccomp = "enforced"
+	} else if wantSeccomp {
+		return w.startError(fmt.Errorf("the seccomp filter is not in force in the worker (status %q); refusing to run", resp.Hello.Seccomp))
+	}
+	info.Landlock = resp.Hello.Landlock
+	info.Started = time.Now()
+	w.info = info
+	w.touch()
+	w.opts.logger().Info("sandbox worker started", "workspace", info.Workspace, "backend", info.Backend,
+		"lockdown", info.Lockdown, "seccomp", info.Seccomp, "landlock", info.Landlock)
+	return nil
+}
+
+// process is the host side of a running worker: what a backend started,
+// and how to stop it and clean up after it.
+type process interface {
+	// kill stops the worker and everything it started, at once.
+	kill()
+	// wait blocks until the worker has exited.
+	wait() error
+	// stderrTail is the end of what the worker and its jail printed.
+	stderrTail() string
+	// cleanup releases host resources (cgroup, container) once it exited.
+	cleanup() error
+}
+
+// localProc is bubblewrap on this host.
+type localProc struct {
+	cmd    *exec.Cmd
+	cg     *pidsCgroup
+	stderr *tailWriter
+}
+
+func (p *localProc) kill() {
+	if p.cmd.Process != nil {
+		// bwrap runs in its own process group; --die-with-parent and the
+		// pid namespace take the jail down with it, the cgroup catches
+		// anything left.
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func (p *localProc) wait() error        { return p.cmd.Wait() }
+func (p *localProc) stderrTail() string { return string(bytes.TrimSpace(p.stderr.tail())) }
+func (p *localProc) cleanup() error {
+	// Placeholders bubblewrap created for masks of missing paths stay:
+	// removing one while another jail of this workspace has it mounted
+	// would detach that mount and unmask the path there.
+	return p.cg.destroy()
 }
 
 // startError adds what the jail printed on stderr to a failed start.
@@ -340,12 +423,7 @@ func (w *Worker) startError(err error) error {
 	return err
 }
 
-func (w *Worker) deadMsg() string {
-	if ts, ok := w.cmd.Stderr.(*tailWriter); ok {
-		return string(bytes.TrimSpace(ts.tail()))
-	}
-	return ""
-}
+func (w *Worker) deadMsg() string { return w.proc.stderrTail() }
 
 func readChildPID(r *os.File, timeout time.Duration) (int, error) {
 	r.SetReadDeadline(time.Now().Add(timeout))
@@ -393,8 +471,8 @@ func findBwrap(p string) (string, error) {
 	return path, nil
 }
 
-func (w *Worker) wait(stderr *tailWriter) {
-	err := w.cmd.Wait()
+func (w *Worker) wait() {
+	err := w.proc.wait()
 	w.mu.Lock()
 	if err == nil {
 		err = errors.New("exited")
@@ -408,7 +486,7 @@ func (w *Worker) wait(stderr *tailWriter) {
 	close(w.dead)
 	w.cleanup()
 	if !w.closing.Load() {
-		w.opts.logger().Error("sandbox worker died", "workspace", w.opts.Workspace, "error", err, "stderr", string(stderr.tail()))
+		w.opts.logger().Error("sandbox worker died", "workspace", w.opts.Workspace, "error", err, "stderr", w.proc.stderrTail())
 	}
 }
 
@@ -541,23 +619,13 @@ func (w *Worker) Ping(ctx context.Context) (*Hello, error) {
 	return resp.Hello, nil
 }
 
-func (w *Worker) kill() {
-	if w.cmd.Process != nil {
-		// bwrap runs in its own process group; --die-with-parent and the
-		// pid namespace take the jail down with it, the cgroup catches
-		// anything left.
-		syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-	}
-}
+func (w *Worker) kill() { w.proc.kill() }
 
 func (w *Worker) cleanup() {
 	w.once.Do(func() {
-		if err := w.cg.destroy(); err != nil {
+		if err := w.proc.cleanup(); err != nil {
 			w.opts.logger().Error("sandbox cleanup", "error", err)
 		}
-		// Placeholders bubblewrap created for masks of missing paths stay:
-		// removing one while another jail of this workspace has it mounted
-		// would detach that mount and unmask the path there.
 	})
 }
 

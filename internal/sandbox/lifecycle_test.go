@@ -213,7 +213,7 @@ func TestStartRefusals(t *testing.T) {
 		opts *Options
 		want error
 	}{
-		{"docker", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true, Backend: "docker"}}, ErrBackendUnavailable},
+		{"modal", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true, Backend: "modal"}}, ErrBackendUnavailable},
 		{"modal", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true, Backend: "modal"}}, ErrBackendUnavailable},
 		{"no bwrap", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}, Bwrap: "/nonexistent/bwrap"}, ErrUnsupportedHost},
 	}

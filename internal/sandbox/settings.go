@@ -78,10 +78,12 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 	switch s.Backend {
 	case "", BackendLocal:
 		s.Backend = BackendLocal
-	case BackendDocker, BackendSSH, BackendModal:
+	case BackendDocker, BackendSSH:
+		// Each backend checks what it needs when it starts (Start).
+	case BackendModal:
 		return s, &HintError{
-			Err:     fmt.Errorf("backend %s is not available in this build yet; warden never runs a sandboxed workspace unsandboxed: %w", s.Backend, ErrBackendUnavailable),
-			HintMsg: `set backend = "local" in [sandbox] to use bubblewrap on this machine`,
+			Err:     fmt.Errorf("backend modal is a hosted service this build cannot use; warden never runs a sandboxed workspace unsandboxed: %w", ErrBackendUnavailable),
+			HintMsg: `set backend = "local" (bubblewrap), "docker" or "ssh" in [sandbox]`,
 		}
 	default:
 		why = append(why, fmt.Sprintf("backend %q is unknown", s.Backend))
