@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +50,9 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 				}
 				for _, d := range r.Degraded {
 					fmt.Fprintf(out, "degraded:         %s\n", d)
+				}
+				for _, name := range slices.Sorted(maps.Keys(r.Backends)) {
+					fmt.Fprintf(out, "backend %-9s %s\n", name+":", r.Backends[name])
 				}
 			}
 			if !r.JailWorks {

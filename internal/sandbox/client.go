@@ -73,6 +73,9 @@ type Info struct {
 	Started   time.Time     `json:"started"`
 	Uptime    time.Duration `json:"uptime_ns"`
 	Masked    int           `json:"masked_paths"`
+	// Detail is what a backend adds: the container, or the remote host and
+	// whether the worker there runs under bubblewrap.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Worker is one running jail and the connection to the `warden worker`

@@ -23,7 +23,14 @@ type HostReport struct {
 	JailError      string `json:"jail_error,omitempty"`
 	// Degraded lists what a sandboxed workspace would run without.
 	Degraded []string `json:"degraded,omitempty"`
+	// Backends says, for each backend other than local, whether it can
+	// start here ("ok: …" or why not).
+	Backends map[string]string `json:"backends,omitempty"`
 }
+
+// backendProbes report whether a backend other than local can start here;
+// each backend's file registers one in its init.
+var backendProbes = map[string]func(ctx context.Context) string{}
 
 // Probe examines the host. It runs bwrap once, with every namespace, to
 // prove a jail can be built here.
@@ -87,6 +94,12 @@ func Probe(ctx context.Context, bwrap string) HostReport {
 	}
 	if strings.HasPrefix(r.PidsCgroup, "unavailable") {
 		r.Degraded = append(r.Degraded, "no pids cgroup: a jail run as root has no process limit (lockdown refuses to start)")
+	}
+	for name, probe := range backendProbes {
+		if r.Backends == nil {
+			r.Backends = map[string]string{}
+		}
+		r.Backends[name] = probe(ctx)
 	}
 	return r
 }
