@@ -25,6 +25,7 @@ type Outcome struct {
 	ID       string
 	Approved bool
 	Auto     bool   // approved by an auto-approve rule, no person asked
+	Grant    string // approved by this grant (decision "granted"), no person asked
 	By       string // supervisor id, "auto:<rule>" or "timeout"
 	Reason   string
 	State    string // APPROVED, DENIED, TIMED_OUT, CANCELLED

@@ -65,6 +65,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Poll is how often a waiting request re-reads the store; default DefaultPoll.
 	Poll time.Duration
+	// GrantMax caps the duration of a grant (ApproveWithGrant); default
+	// DefaultGrantMax. See GrantMax for the configured value.
+	GrantMax time.Duration
 }
 
 // Broker is the Approver on a shared Store.
@@ -97,6 +100,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
+	}
+	if o.GrantMax <= 0 {
+		o.GrantMax = DefaultGrantMax
 	}
 	b := &Broker{o: o, owner: store.CurrentOwner(), log: o.Logger, waiters: map[string]chan struct{}{}}
 	if b.log == nil {
@@ -164,6 +170,11 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		}
 		b.mirror(ctx, a.ID, rec)
 		return Outcome{ID: a.ID, Approved: true, Auto: true, By: a.DecidedBy, State: string(store.Approved), Args: args, ArgsHash: a.ArgsHash}, nil
+	}
+	if g, ok, err := b.useGrant(ctx, a); err != nil {
+		return Outcome{State: string(store.Denied)}, err
+	} else if ok {
+		return Outcome{ID: a.ID, Approved: true, Grant: g.ID, By: a.DecidedBy, Reason: a.Reason, State: string(store.Approved), Args: a.Args, ArgsHash: a.ArgsHash}, nil
 	}
 	if b.o.Prompt == nil && (!b.o.Remote || len(b.o.Supervisors) == 0) {
 		err := &NoChannelError{Tool: tool, Rule: req.Rule}
@@ -340,8 +351,8 @@ func (b *Broker) Executed(ctx context.Context, id string, success bool, result s
 // ErrNotFound, ErrExpired or *ConflictError when the request cannot be
 // decided any more. A denial needs a reason; it reaches the agent.
 func (b *Broker) Decide(ctx context.Context, id, supervisor string, approve bool, reason string) (*store.Approval, error) {
-	if supervisor == "" || !slices.Contains(b.o.Supervisors, supervisor) {
-		return nil, fmt.Errorf("%q: %w (configured: %v)", supervisor, ErrNotSupervisor, b.o.Supervisors)
+	if err := b.checkSupervisor(supervisor); err != nil {
+		return nil, err
 	}
 	reason = CleanReason(reason)
 	t := store.Transition{To: store.Approved, Decision: "approved", By: supervisor, Reason: reason}

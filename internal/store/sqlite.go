@@ -17,7 +17,8 @@ import (
 )
 
 // schemaVersion is the PRAGMA user_version this code writes and reads.
-const schemaVersion = 1
+// Version 1 holds approvals and the audit chain; version 2 adds grants.
+const schemaVersion = 2
 
 const schemaV1 = `
 CREATE TABLE approvals (
@@ -178,11 +179,15 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	switch {
 	case v == schemaVersion:
 		return nil
+	case v < 0:
+		return fmt.Errorf("database %s has an invalid schema version %d", s.path, v)
 	case v > schemaVersion:
 		return fmt.Errorf("database %s has schema version %d, newer than this warden understands (%d)", s.path, v, schemaVersion)
 	}
-	if _, err := tx.ExecContext(ctx, schemaV1); err != nil {
-		return fmt.Errorf("failed to create the schema in %s: %w", s.path, err)
+	for i, step := range []string{schemaV1, schemaV2}[v:] {
+		if _, err := tx.ExecContext(ctx, step); err != nil {
+			return fmt.Errorf("failed to bring the schema of %s to version %d: %w", s.path, v+i+1, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 		return fmt.Errorf("failed to set the schema version of %s: %w", s.path, err)
@@ -235,24 +240,28 @@ func (s *SQLite) Create(ctx context.Context, a *Approval, rec *audit.Record) err
 		return errors.New("failed to create approval request: id, tool and arguments are required")
 	}
 	return s.inTx(ctx, "create approval request "+a.ID, func(tx *sql.Tx) error {
-		claimed := 0
-		if a.Claimed {
-			claimed = 1
-		}
-		var decidedAt int64
-		if !a.DecidedAt.IsZero() {
-			decidedAt = a.DecidedAt.UnixMilli()
-		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO approvals (`+approvalCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+nextSeq+`) RETURNING seq`,
-			a.ID, a.Tool, string(a.Args), a.ArgsHash, a.Workspace, a.Session, a.Agent, a.Rule, a.Risk,
-			string(a.State), a.Decision, a.DecidedBy, decidedAt, a.Reason, a.ExecutionResult, claimed,
-			a.CreatedAt.UnixMilli(), a.ExpiresAt.UnixMilli(), a.Owner.Host, a.Owner.PID, a.Owner.Start).Scan(&a.Seq)
-		if err != nil {
-			return err
-		}
-		return s.appendIn(ctx, tx, a.ID, rec)
+		return s.createIn(ctx, tx, a, rec)
 	})
+}
+
+func (s *SQLite) createIn(ctx context.Context, tx *sql.Tx, a *Approval, rec *audit.Record) error {
+	claimed := 0
+	if a.Claimed {
+		claimed = 1
+	}
+	var decidedAt int64
+	if !a.DecidedAt.IsZero() {
+		decidedAt = a.DecidedAt.UnixMilli()
+	}
+	err := tx.QueryRowContext(ctx, `INSERT INTO approvals (`+approvalCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+nextSeq+`) RETURNING seq`,
+		a.ID, a.Tool, string(a.Args), a.ArgsHash, a.Workspace, a.Session, a.Agent, a.Rule, a.Risk,
+		string(a.State), a.Decision, a.DecidedBy, decidedAt, a.Reason, a.ExecutionResult, claimed,
+		a.CreatedAt.UnixMilli(), a.ExpiresAt.UnixMilli(), a.Owner.Host, a.Owner.PID, a.Owner.Start).Scan(&a.Seq)
+	if err != nil {
+		return err
+	}
+	return s.appendIn(ctx, tx, a.ID, rec)
 }
 
 // Get implements Store.
@@ -333,32 +342,39 @@ func (s *SQLite) Resolve(ctx context.Context, id string, t Transition, rec *audi
 func (s *SQLite) transition(ctx context.Context, id, op string, t Transition, live bool, rec *audit.Record) (*Approval, error) {
 	var out *Approval
 	err := s.inTx(ctx, op+" approval request "+id, func(tx *sql.Tx) error {
-		now := s.now()
-		q := `UPDATE approvals SET state = ?, decision = ?, decided_by = ?, decided_at = ?, reason = ?, seq = ` + nextSeq + `
-			WHERE request_id = ? AND state = 'PENDING'`
-		args := []any{string(t.To), t.Decision, t.By, now.UnixMilli(), t.Reason, id}
-		if live {
-			q += " AND expires_at > ?"
-			args = append(args, now.UnixMilli())
-		}
-		res, err := tx.ExecContext(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		cur, err := getApproval(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			if cur.State == Pending {
-				return fmt.Errorf("approval request %s expired at %s: %w", id, cur.ExpiresAt.Format(time.RFC3339), ErrExpired)
-			}
-			return &ConflictError{ID: id, Op: op, State: cur.State, By: cur.DecidedBy}
-		}
-		out = cur
-		return s.appendIn(ctx, tx, id, rec)
+		var err error
+		out, err = s.decideIn(ctx, tx, id, op, t, live, rec)
+		return err
 	})
 	return out, err
+}
+
+// decideIn moves PENDING request id to t.To (only if unexpired when live)
+// and appends rec, in tx.
+func (s *SQLite) decideIn(ctx context.Context, tx *sql.Tx, id, op string, t Transition, live bool, rec *audit.Record) (*Approval, error) {
+	now := s.now()
+	q := `UPDATE approvals SET state = ?, decision = ?, decided_by = ?, decided_at = ?, reason = ?, seq = ` + nextSeq + `
+		WHERE request_id = ? AND state = 'PENDING'`
+	args := []any{string(t.To), t.Decision, t.By, now.UnixMilli(), t.Reason, id}
+	if live {
+		q += " AND expires_at > ?"
+		args = append(args, now.UnixMilli())
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := getApproval(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		if cur.State == Pending {
+			return nil, fmt.Errorf("approval request %s expired at %s: %w", id, cur.ExpiresAt.Format(time.RFC3339), ErrExpired)
+		}
+		return nil, &ConflictError{ID: id, Op: op, State: cur.State, By: cur.DecidedBy}
+	}
+	return cur, s.appendIn(ctx, tx, id, rec)
 }
 
 // Claim implements Store.
@@ -463,7 +479,9 @@ func (s *SQLite) inTx(ctx context.Context, what string, f func(*sql.Tx) error) e
 	defer tx.Rollback()
 	if err := f(tx); err != nil {
 		var ce *ConflictError
-		if errors.As(err, &ce) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrExpired) {
+		var ge *GrantStateError
+		if errors.As(err, &ce) || errors.As(err, &ge) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrExpired) ||
+			errors.Is(err, ErrNoGrant) || errors.Is(err, ErrGrantNotFound) || errors.Is(err, ErrGrantScope) {
 			return err
 		}
 		return fmt.Errorf("failed to %s: %w", what, err)

@@ -142,6 +142,8 @@ type Store interface {
 	// head hash, or a *ChainError naming the first broken row.
 	VerifyAudit(ctx context.Context) (rows int64, head string, err error)
 
+	Grants
+
 	Close() error
 }
 
