@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,6 +47,7 @@ func newApprovalBroker(ctx context.Context, cfg *config.Config, st store.Store, 
 		return nil, nil, err
 	}
 	o.Store, o.Logger = st, log
+	o.GrantMax = approval.GrantMax(&cfg.Security.Approval)
 	if mirror != nil {
 		o.Audit = mirror
 	}
@@ -160,12 +161,120 @@ supervisor's bearer token instead).`,
 			return nil
 		},
 	}
-	cmd.AddCommand(list, show, newDecideCmd(g, db, true), newDecideCmd(g, db, false))
+	cmd.AddCommand(list, show, newDecideCmd(g, db, true), newDecideCmd(g, db, false), newGrantsCmd(g, db), newRevokeCmd(g, db))
 	return cmd
+}
+
+// supervisorBroker opens the store and a broker for the supervisor named
+// by as (or WARDEN_SUPERVISOR) to decide with. close closes the store.
+func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *approval.Broker, id string, closeFn func(), err error) {
+	if as == "" {
+		as = os.Getenv("WARDEN_SUPERVISOR")
+	}
+	log := newLogger(c.ErrOrStderr())
+	cfg, err := loadApprovalConfig(g, log)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sups := approval.SupervisorIDs(&cfg.Security.Approval)
+	if as == "" {
+		return nil, "", nil, usageErr("say which supervisor decides: --as ID or WARDEN_SUPERVISOR (configured: %s)", listOrNone(sups))
+	}
+	if !slices.Contains(sups, as) {
+		return nil, "", nil, fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
+	}
+	st, err := openApprovalStore(db)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	b, err = approval.New(c.Context(), approval.Options{Store: st, Supervisors: sups, Logger: log,
+		GrantMax: approval.GrantMax(&cfg.Security.Approval)})
+	if err != nil {
+		st.Close()
+		return nil, "", nil, err
+	}
+	return b, as, func() { st.Close() }, nil
+}
+
+func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "grants",
+		Short: "List active grants (calls allowed without asking, per session, until they expire)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := openApprovalStore(*db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if _, err := st.ExpireGrants(c.Context()); err != nil {
+				return err
+			}
+			l, err := st.ListGrants(c.Context(), store.GrantFilter{All: all})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if l == nil {
+					l = []*store.Grant{}
+				}
+				return writeJSONOut(c.OutOrStdout(), l)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 8, 2, ' ', 0)
+			fmt.Fprintln(tw, "GRANT\tSTATE\tTOOL\tSESSION\tBY\tEXPIRES\tUSES\tARGUMENTS")
+			for _, gr := range l {
+				state := "active"
+				switch {
+				case !gr.RevokedAt.IsZero():
+					state = "revoked by " + gr.RevokedBy
+				case !gr.Active(time.Now()):
+					state = "expired"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", gr.ID, approval.Printable(state, 40), approval.Printable(gr.Tool, 40),
+					approval.Printable(gr.Session, 30), approval.Printable(gr.CreatedBy, 30), gr.ExpiresAt.Local().Format(time.DateTime),
+					gr.Uses, approval.Printable(string(gr.Args), 60))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "also list revoked and expired grants")
+	return c
+}
+
+func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
+	var as string
+	c := &cobra.Command{
+		Use:   "revoke GRANT",
+		Short: "Revoke a grant: the next identical call is asked again",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			b, sup, closeFn, err := supervisorBroker(c, g, *db, as)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if err := b.RevokeGrant(c.Context(), args[0], sup); err != nil {
+				return err
+			}
+			gr, err := b.Store().GetGrant(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSONOut(c.OutOrStdout(), gr)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "grant %s revoked by %s\n", gr.ID, gr.RevokedBy)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&as, "as", "", "the supervisor revoking (default $WARDEN_SUPERVISOR)")
+	return c
 }
 
 func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 	var as, reason string
+	var grant time.Duration
 	verb := map[bool]string{true: "approve", false: "deny"}[approve]
 	c := &cobra.Command{
 		Use:   verb + " ID",
@@ -175,43 +284,43 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			if !approve && strings.TrimSpace(reason) == "" {
 				return usageErr("deny needs --reason: the agent is told why")
 			}
-			if as == "" {
-				as = os.Getenv("WARDEN_SUPERVISOR")
+			if approve && c.Flags().Changed("grant") && grant <= 0 {
+				return usageErr("--grant needs a positive duration, e.g. --grant 15m")
 			}
-			log := newLogger(c.ErrOrStderr())
-			cfg, err := loadApprovalConfig(g, log)
+			b, sup, closeFn, err := supervisorBroker(c, g, *db, as)
 			if err != nil {
 				return err
 			}
-			sups := approval.SupervisorIDs(&cfg.Security.Approval)
-			if as == "" {
-				return usageErr("say which supervisor decides: --as ID or WARDEN_SUPERVISOR (configured: %s)", listOrNone(sups))
-			}
-			st, err := openApprovalStore(*db)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: sups, Logger: log})
-			if err != nil {
-				return err
-			}
-			a, err := b.Decide(c.Context(), args[0], as, approve, reason)
-			if errors.Is(err, approval.ErrNotSupervisor) {
-				return fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
+			defer closeFn()
+			var a *store.Approval
+			var gr *store.Grant
+			if grant > 0 {
+				a, gr, err = b.ApproveWithGrant(c.Context(), args[0], sup, reason, grant)
+			} else {
+				a, err = b.Decide(c.Context(), args[0], sup, approve, reason)
 			}
 			if err != nil {
 				return err
 			}
 			if g.json {
+				if gr != nil {
+					return writeJSONOut(c.OutOrStdout(), map[string]any{"approval": a, "grant": gr})
+				}
 				return writeJSONOut(c.OutOrStdout(), a)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
+			if gr != nil {
+				fmt.Fprintf(c.OutOrStdout(), "grant %s: the same %s call in session %s runs without asking until %s (revoke: warden approvals revoke %s)\n",
+					gr.ID, approval.Printable(gr.Tool, 40), approval.Printable(gr.Session, 40), gr.ExpiresAt.Local().Format(time.DateTime), gr.ID)
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&as, "as", "", "the supervisor deciding (default $WARDEN_SUPERVISOR)")
 	c.Flags().StringVar(&reason, "reason", "", map[bool]string{true: "why (optional)", false: "why (required; the agent reads it)"}[approve])
+	if approve {
+		c.Flags().DurationVar(&grant, "grant", 0, "also allow the exact same call in the same session without asking for this long (e.g. 15m; capped at grant_max_minutes)")
+	}
 	return c
 }
 

@@ -62,7 +62,8 @@ WARDEN_MCP_TOKEN_<CLIENT>=<token> (at least 20 characters). A workspace with a
 			return err
 		}
 		defer st.Close()
-		b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: approval.SupervisorIDs(&cfg.Security.Approval), Logger: log})
+		b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: approval.SupervisorIDs(&cfg.Security.Approval), Logger: log,
+			GrantMax: approval.GrantMax(&cfg.Security.Approval)})
 		if err != nil {
 			return err
 		}

@@ -78,6 +78,8 @@ type Broker struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
+	groups  map[string]*group     // PENDING requests of this broker, by binding hash
+	execs   map[string]*collapsed // approved requests several calls wait to run
 }
 
 var _ Approver = (*Broker)(nil)
@@ -104,7 +106,8 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.GrantMax <= 0 {
 		o.GrantMax = DefaultGrantMax
 	}
-	b := &Broker{o: o, owner: store.CurrentOwner(), log: o.Logger, waiters: map[string]chan struct{}{}}
+	b := &Broker{o: o, owner: store.CurrentOwner(), log: o.Logger, waiters: map[string]chan struct{}{},
+		groups: map[string]*group{}, execs: map[string]*collapsed{}}
 	if b.log == nil {
 		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -187,8 +190,56 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		b.mirror(ctx, "", rec)
 		return Outcome{State: string(store.Denied), Reason: "no approval channel can reach a supervisor"}, err
 	}
+	return b.askOnce(ctx, a)
+}
+
+// group is the one PENDING request that identical asks share: same
+// binding hash, so same tool, canonical arguments, workspace and session.
+// Its fields other than done, out and err are guarded by Broker.mu.
+type group struct {
+	key     string
+	id      string
+	waiters int // callers still waiting for it
+	cancel  context.CancelCauseFunc
+	done    chan struct{} // closed once out and err are final
+	out     Outcome
+	err     error
+}
+
+// collapsed counts the executions still expected for an approved request
+// that several identical calls waited on.
+type collapsed struct {
+	left   int
+	marked bool // the request row is EXECUTED; the others are audit rows
+}
+
+// askOnce stores a as a PENDING request and waits for its decision, unless
+// an identical request of this broker is already PENDING: then the call
+// waits on that one and gets its decision, without a second row or a
+// second notification.
+func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error) {
+	b.mu.Lock()
+	if g := b.groups[a.ArgsHash]; g != nil {
+		g.waiters++
+		b.mu.Unlock()
+		rec := b.record(a, "approval_collapsed", "")
+		rec.RequestID, rec.Reason = g.id, "an identical call waits on this pending request"
+		if _, err := b.o.Store.AppendAudit(ctx, rec); err != nil {
+			b.log.Warn("failed to audit a collapsed request", "id", g.id, "err", err)
+		}
+		b.mirror(ctx, g.id, rec)
+		b.log.Info("identical approval request collapsed into a pending one", "id", g.id, "tool", a.Tool)
+		return b.await(ctx, g)
+	}
+	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	g := &group{key: a.ArgsHash, id: a.ID, waiters: 1, cancel: cancel, done: make(chan struct{})}
+	b.groups[g.key] = g
+	b.mu.Unlock()
+
 	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
-		return Outcome{State: string(store.Denied)}, fmt.Errorf("failed to store the approval request for %s: %w", tool, err)
+		err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
+		b.finish(g, Outcome{State: string(store.Denied)}, err)
+		return Outcome{State: string(store.Denied)}, err
 	}
 	b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
 	p := pendingOf(a)
@@ -197,9 +248,58 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 			b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
 		}
 	}
-	b.log.Info("approval request pending", "id", a.ID, "tool", tool, "expires", a.ExpiresAt.Format(time.RFC3339),
+	b.log.Info("approval request pending", "id", a.ID, "tool", a.Tool, "expires", a.ExpiresAt.Format(time.RFC3339),
 		"decide", "warden approvals approve "+a.ID+" | warden approvals deny "+a.ID+" --reason R")
-	return b.wait(ctx, a)
+	go func() {
+		out, err := b.wait(gctx, a)
+		b.finish(g, out, err)
+	}()
+	return b.await(ctx, g)
+}
+
+// finish publishes the group's outcome to its waiters.
+func (b *Broker) finish(g *group, out Outcome, err error) {
+	b.mu.Lock()
+	g.out, g.err = out, err
+	if b.groups[g.key] == g {
+		delete(b.groups, g.key)
+	}
+	if out.Approved && g.waiters > 1 {
+		b.execs[out.ID] = &collapsed{left: g.waiters}
+	}
+	close(g.done)
+	b.mu.Unlock()
+	g.cancel(nil)
+}
+
+// await returns the group's outcome, or leaves it when ctx ends. The last
+// waiter to leave cancels the request; the others leave it to the rest.
+func (b *Broker) await(ctx context.Context, g *group) (Outcome, error) {
+	select {
+	case <-g.done:
+		return g.out, g.err
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	select {
+	case <-g.done: // decided meanwhile: this caller was counted for it
+		b.mu.Unlock()
+		return g.out, g.err
+	default:
+	}
+	g.waiters--
+	last := g.waiters == 0
+	if last && b.groups[g.key] == g {
+		delete(b.groups, g.key) // a new identical call asks anew
+	}
+	b.mu.Unlock()
+	if !last {
+		return Outcome{ID: g.id, State: string(store.Cancelled), Reason: "the caller stopped waiting; identical calls still wait on the request"},
+			fmt.Errorf("stopped waiting for approval request %s: %w", g.id, ctx.Err())
+	}
+	g.cancel(ctx.Err())
+	<-g.done
+	return g.out, g.err
 }
 
 type promptResult struct {
@@ -234,9 +334,10 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			out, err := b.end(bg, a, store.Transition{To: store.Cancelled, Decision: "cancelled", By: "caller", Reason: "the caller stopped waiting: " + ctx.Err().Error()})
+			cause := context.Cause(ctx)
+			out, err := b.end(bg, a, store.Transition{To: store.Cancelled, Decision: "cancelled", By: "caller", Reason: "the caller stopped waiting: " + cause.Error()})
 			if err == nil && out.State == string(store.Cancelled) {
-				return out, fmt.Errorf("approval request %s cancelled: %w", a.ID, ctx.Err())
+				return out, fmt.Errorf("approval request %s cancelled: %w", a.ID, cause)
 			}
 			return out, err
 		case <-timer.C:
@@ -331,14 +432,33 @@ func (b *Broker) settled(ctx context.Context, asked *store.Approval) (Outcome, e
 	return out, nil
 }
 
-// Executed implements Approver.
+// Executed implements Approver. When identical calls collapsed into one
+// approved request, the first result moves the request to EXECUTED and
+// each other one is an approval_executed audit row on the same request.
 func (b *Broker) Executed(ctx context.Context, id string, success bool, result string) error {
+	b.mu.Lock()
+	follower := false
+	if e := b.execs[id]; e != nil {
+		follower, e.marked = e.marked, true
+		if e.left--; e.left <= 0 {
+			delete(b.execs, id)
+		}
+	}
+	b.mu.Unlock()
 	cur, err := b.o.Store.Get(ctx, id)
 	if err != nil {
 		return err
 	}
 	rec := b.record(cur, "approval_executed", "")
 	rec.Success, rec.Result, rec.DecidedBy = success, audit.Truncate(audit.Redact(result), audit.DefaultMaxLen), cur.DecidedBy
+	if follower {
+		rec.Reason = "an identical call that waited on this request ran"
+		if _, err := b.o.Store.AppendAudit(ctx, rec); err != nil {
+			return fmt.Errorf("failed to record the execution of a call collapsed into %s: %w", id, err)
+		}
+		b.mirror(ctx, id, rec)
+		return nil
+	}
 	if _, err := b.o.Store.MarkExecuted(ctx, id, audit.Truncate(result, 4000), rec); err != nil {
 		return err
 	}

@@ -115,7 +115,11 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.hub = newHub(o.Broker.Store(), head, o.Poll, o.Heartbeat, s.log)
+	ghead, err := o.Broker.Store().GrantHead(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	s.hub = newHub(o.Broker.Store(), head, ghead, o.Poll, o.Heartbeat, s.log)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -124,6 +128,8 @@ func New(o Options) (*Server, error) {
 	s.mux.Handle("GET /api/approvals/{id}", s.auth(s.show))
 	s.mux.Handle("POST /api/approvals/{id}/approve", s.auth(s.decide(true)))
 	s.mux.Handle("POST /api/approvals/{id}/deny", s.auth(s.decide(false)))
+	s.mux.Handle("GET /api/grants", s.auth(s.grants))
+	s.mux.Handle("POST /api/grants/{id}/revoke", s.auth(s.revoke))
 	s.mux.Handle("/api/", s.auth(func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeErr(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	}))
@@ -235,11 +241,14 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request, _ string) {
 // DecisionBody is the JSON body of approve and deny.
 type DecisionBody struct {
 	Reason string `json:"reason"`
+	// GrantMinutes > 0 on approve also grants the exact same call in the
+	// same session for that many minutes (capped at grant_max_minutes).
+	GrantMinutes int `json:"grant_minutes"`
 }
 
 // DecodeDecision reads a decision body: at most MaxBody bytes, one JSON
 // object, no unknown field (decided_by in particular), nothing after it.
-// An empty body is an empty decision.
+// An empty body is an empty decision. A negative grant_minutes is refused.
 func DecodeDecision(r io.Reader) (DecisionBody, error) {
 	var d DecisionBody
 	data, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
@@ -255,12 +264,26 @@ func DecodeDecision(r io.Reader) (DecisionBody, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return DecisionBody{}, fmt.Errorf("invalid body (want {\"reason\": \"…\"}): %w", err)
+		return DecisionBody{}, fmt.Errorf("invalid body (want {\"reason\": \"…\", \"grant_minutes\": N}): %w", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return DecisionBody{}, errors.New("invalid body: data after the JSON object")
 	}
+	if d.GrantMinutes < 0 {
+		return DecisionBody{}, errors.New("invalid body: grant_minutes must be a positive number of minutes (or 0 for no grant)")
+	}
 	return d, nil
+}
+
+// maxGrantMinutes bounds grant_minutes before it becomes a Duration (the
+// broker caps it further, at grant_max_minutes).
+const maxGrantMinutes = 1 << 20
+
+// GrantedApproval is the answer of an approve that created a grant: the
+// request's fields, and the grant.
+type GrantedApproval struct {
+	*store.Approval
+	Grant *store.Grant `json:"grant"`
 }
 
 func (s *Server) decide(approve bool) authedHandler {
@@ -271,8 +294,23 @@ func (s *Server) decide(approve bool) authedHandler {
 			writeErr(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		if !approve && body.GrantMinutes != 0 {
+			writeErr(w, http.StatusBadRequest, "a denial cannot create a grant: grant_minutes is for approve")
+			return
+		}
 		if !idPattern.MatchString(id) {
 			writeErr(w, http.StatusNotFound, "no such approval request")
+			return
+		}
+		if body.GrantMinutes > 0 {
+			d := time.Duration(min(body.GrantMinutes, maxGrantMinutes)) * time.Minute
+			a, g, err := s.b.ApproveWithGrant(r.Context(), id, supervisor, body.Reason, d)
+			if err != nil {
+				writeStoreErr(w, err)
+				return
+			}
+			s.hub.poke()
+			writeJSON(w, http.StatusOK, GrantedApproval{Approval: a, Grant: g})
 			return
 		}
 		a, err := s.b.Decide(r.Context(), id, supervisor, approve, body.Reason)
@@ -285,15 +323,63 @@ func (s *Server) decide(approve bool) authedHandler {
 	}
 }
 
+// grants lists the active grants, or with ?all=1 every grant (newest first).
+func (s *Server) grants(w http.ResponseWriter, r *http.Request, _ string) {
+	var list []*store.Grant
+	var err error
+	switch all := r.URL.Query().Get("all"); all {
+	case "", "0", "false":
+		list, err = s.b.Grants(r.Context())
+	case "1", "true":
+		list, err = s.b.Store().ListGrants(r.Context(), store.GrantFilter{All: true, Limit: 1000})
+	default:
+		writeErr(w, http.StatusBadRequest, "all must be 1 or 0")
+		return
+	}
+	if err != nil {
+		writeErr(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if list == nil {
+		list = []*store.Grant{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"grants": list})
+}
+
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request, supervisor string) {
+	id := r.PathValue("id")
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, MaxBody)); err != nil {
+		writeErr(w, http.StatusBadRequest, "body larger than the limit")
+		return
+	}
+	if !idPattern.MatchString(id) {
+		writeErr(w, http.StatusNotFound, "no such grant")
+		return
+	}
+	if err := s.b.RevokeGrant(r.Context(), id, supervisor); err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	s.hub.poke()
+	g, err := s.b.Store().GetGrant(r.Context(), id)
+	if err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, g)
+}
+
 func writeStoreErr(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeErr(w, http.StatusNotFound, "no such approval request")
-	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrExpired):
+	case errors.Is(err, store.ErrGrantNotFound):
+		writeErr(w, http.StatusNotFound, "no such grant")
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrExpired), errors.Is(err, store.ErrGrantScope):
 		writeErr(w, http.StatusConflict, err.Error())
 	case errors.Is(err, approval.ErrNotSupervisor):
 		writeErr(w, http.StatusForbidden, err.Error())
-	case errors.Is(err, approval.ErrReasonRequired):
+	case errors.Is(err, approval.ErrReasonRequired), errors.Is(err, approval.ErrGrantDuration):
 		writeErr(w, http.StatusBadRequest, err.Error())
 	default:
 		writeErr(w, http.StatusInternalServerError, err.Error())

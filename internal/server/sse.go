@@ -12,10 +12,15 @@ import (
 	"github.com/wardenhq/warden/internal/store"
 )
 
-// Event is one server-sent event of the stream.
+// Event is one server-sent event of the stream: an approval request
+// changed (approval.requested, approval.decided: Approval is set) or a
+// grant did (grant.created, grant.used, grant.revoked, grant.expired:
+// Grant is set). Approval events have the request's seq as SSE id, grant
+// events "g" and the grant's seq.
 type Event struct {
-	Type     string          `json:"type"` // approval.requested | approval.decided
-	Approval *store.Approval `json:"approval"`
+	Type     string          `json:"type"`
+	Approval *store.Approval `json:"approval,omitempty"`
+	Grant    *store.Grant    `json:"grant,omitempty"`
 }
 
 // hub reads the store's changes (made by any process) and fans them out to
@@ -34,10 +39,10 @@ type hub struct {
 	done chan struct{}
 }
 
-func newHub(st store.Store, head int64, poll, heartbeat time.Duration, log *slog.Logger) *hub {
+func newHub(st store.Store, head, ghead int64, poll, heartbeat time.Duration, log *slog.Logger) *hub {
 	h := &hub{st: st, log: log, heartbeat: heartbeat, subs: map[chan []byte]struct{}{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go h.run(head, poll)
+	go h.run(head, ghead, poll)
 	return h
 }
 
@@ -48,7 +53,7 @@ func (h *hub) poke() {
 	}
 }
 
-func (h *hub) run(after int64, poll time.Duration) {
+func (h *hub) run(after, gafter int64, poll time.Duration) {
 	defer close(h.done)
 	t := time.NewTicker(poll)
 	defer t.Stop()
@@ -59,7 +64,8 @@ func (h *hub) run(after int64, poll time.Duration) {
 		case <-t.C:
 		case <-h.wake:
 		}
-		changes, err := h.st.Changes(context.Background(), after, 500)
+		ctx := context.Background()
+		changes, err := h.st.Changes(ctx, after, 500)
 		if err != nil {
 			h.log.Warn("event stream: failed to read changes", "err", err)
 			continue
@@ -73,7 +79,23 @@ func (h *hub) run(after int64, poll time.Duration) {
 			data, _ := json.Marshal(ev)
 			h.broadcast([]byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", a.Seq, ev.Type, data)))
 		}
-		if len(changes) == 500 {
+		// Expiry happens by the clock: record it so the stream (and the
+		// audit chain) say when a grant stopped applying.
+		if _, err := h.st.ExpireGrants(ctx); err != nil {
+			h.log.Warn("event stream: failed to record expired grants", "err", err)
+		}
+		grants, err := h.st.GrantChanges(ctx, gafter, 500)
+		if err != nil {
+			h.log.Warn("event stream: failed to read grant changes", "err", err)
+			continue
+		}
+		for _, g := range grants {
+			gafter = g.Seq
+			ev := Event{Type: "grant." + g.LastEvent, Grant: g}
+			data, _ := json.Marshal(ev)
+			h.broadcast([]byte(fmt.Sprintf("id: g%d\nevent: %s\ndata: %s\n\n", g.Seq, ev.Type, data)))
+		}
+		if len(changes) == 500 || len(grants) == 500 {
 			h.poke()
 		}
 	}
