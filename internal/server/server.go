@@ -120,6 +120,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.hub = newHub(o.Broker.Store(), head, ghead, o.Poll, o.Heartbeat, s.log)
+	s.registerWeb()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
