@@ -214,7 +214,7 @@ func TestStartRefusals(t *testing.T) {
 		want error
 	}{
 		{"modal", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true, Backend: "modal"}}, ErrBackendUnavailable},
-		{"modal", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true, Backend: "modal"}}, ErrBackendUnavailable},
+		{"docker without docker_image", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true, Backend: "docker"}}, ErrBackendUnavailable},
 		{"no bwrap", &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}, Bwrap: "/nonexistent/bwrap"}, ErrUnsupportedHost},
 	}
 	for _, tc := range tests {
