@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,17 +21,20 @@ func newSandboxCmd(g *globalFlags) *cobra.Command {
 	c := &cobra.Command{Use: "sandbox", Short: "Inspect the workspace sandbox"}
 	c.AddCommand(&cobra.Command{
 		Use:   "status",
-		Short: "Show the sandbox a command of this workspace would run in",
-		Long: `Show the sandbox a command of this workspace would run in: backend,
-lockdown, network, seccomp and Landlock state. This process holds no workers
-(warden serve does); the row describes what a worker would be started with.`,
+		Short: "Show the sandbox of this workspace and the workers warden serve holds",
+		Long: `Show the sandbox a command of this workspace would run in (backend,
+lockdown, network, seccomp and Landlock state), then the workers every running
+'warden serve' of this user holds: workspace, backend, lockdown, seccomp,
+Landlock, worker pid, uptime and masked paths. A served workspace has no
+worker until its first use, and none again after its idle timeout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := sandboxOptions(g, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			st := sandboxStatus{Workers: []sandbox.Info{}}
+			var st sandboxStatus
+			st.Serves, st.Workers = servedWorkers(cmd.Context(), newLogger(cmd.ErrOrStderr()))
 			if opts == nil {
 				st.Sandboxed = false
 				return printStatus(cmd.OutOrStdout(), g.json, st)
@@ -50,8 +57,41 @@ type sandboxStatus struct {
 	Sandboxed bool                `json:"sandboxed"`
 	Settings  *sandbox.Settings   `json:"settings,omitempty"`
 	Host      *sandbox.HostReport `json:"host,omitempty"`
-	// Workers are the running workers (none outside warden serve).
-	Workers []sandbox.Info `json:"workers"`
+	// Serves are the running warden serve processes of this user.
+	Serves []sandbox.ServeStatus `json:"serves"`
+	// Workers are their running workers, for every workspace.
+	Workers []servedWorker `json:"workers"`
+}
+
+// servedWorker is a worker and the warden serve that holds it.
+type servedWorker struct {
+	ServePID int `json:"serve_pid"`
+	sandbox.Info
+}
+
+// servedWorkers asks every running warden serve of this user what it
+// holds. One that does not answer is logged and left out.
+func servedWorkers(ctx context.Context, log *slog.Logger) ([]sandbox.ServeStatus, []servedWorker) {
+	serves, workers := []sandbox.ServeStatus{}, []servedWorker{}
+	found, err := sandbox.FindServes("")
+	if err != nil {
+		log.Warn("cannot look for warden serve processes", "error", err)
+		return serves, workers
+	}
+	for _, s := range found {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := s.Status(ctx)
+		cancel()
+		if err != nil {
+			log.Warn("a warden serve did not answer", "pid", s.PID, "error", err)
+			continue
+		}
+		serves = append(serves, *st)
+		for _, i := range st.Workers {
+			workers = append(workers, servedWorker{ServePID: st.PID, Info: i})
+		}
+	}
+	return serves, workers
 }
 
 func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
@@ -62,22 +102,59 @@ func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 	}
 	if !st.Sandboxed {
 		fmt.Fprintln(w, "sandbox: off (the workspace has no [sandbox] section)")
+	} else {
+		s, h := st.Settings, st.Host
+		fmt.Fprintf(w, "sandbox:  on, backend %s\n", s.Backend)
+		if s.Forced != "" {
+			fmt.Fprintf(w, "lockdown: yes, forced: %s\n", s.Forced)
+		} else {
+			fmt.Fprintf(w, "lockdown: %v\n", s.Lockdown)
+		}
+		fmt.Fprintf(w, "network:  %v\n", s.Network)
+		fmt.Fprintf(w, "seccomp:  %s\n", h.Seccomp)
+		fmt.Fprintf(w, "landlock: %s (mode %s)\n", h.Landlock, s.Landlock)
+		fmt.Fprintf(w, "idle:     %v\n", s.Idle.Round(time.Second))
+	}
+	if len(st.Serves) == 0 {
+		fmt.Fprintln(w, "workers:  none (no warden serve is running for this user)")
 		return nil
 	}
-	s, h := st.Settings, st.Host
-	fmt.Fprintf(w, "sandbox:  on, backend %s\n", s.Backend)
-	if s.Forced != "" {
-		fmt.Fprintf(w, "lockdown: yes, forced: %s\n", s.Forced)
-	} else {
-		fmt.Fprintf(w, "lockdown: %v\n", s.Lockdown)
+	fmt.Fprintf(w, "workers:  %d, held by %d warden serve process(es)\n", len(st.Workers), len(st.Serves))
+	for _, sv := range st.Serves {
+		fmt.Fprintf(w, "  serve pid %d, up %v, workspaces: %s\n", sv.PID, time.Since(sv.Started).Round(time.Second), strings.Join(sv.Workspaces, ", "))
 	}
-	fmt.Fprintf(w, "network:  %v\n", s.Network)
-	fmt.Fprintf(w, "seccomp:  %s\n", h.Seccomp)
-	fmt.Fprintf(w, "landlock: %s (mode %s)\n", h.Landlock, s.Landlock)
-	fmt.Fprintf(w, "idle:     %v\n", s.Idle.Round(time.Second))
-	fmt.Fprintln(w, "workers:  none in this process (warden serve holds them)")
 	for _, i := range st.Workers {
-		fmt.Fprintf(w, "  %s  pid %d  up %v  seccomp %s  landlock %s\n", i.Workspace, i.PID, i.Uptime, i.Seccomp, i.Landlock)
+		lock := strconv.FormatBool(i.Lockdown)
+		if i.Forced != "" {
+			lock = "forced"
+		}
+		fmt.Fprintf(w, "  %s\n    serve pid %d  worker pid %d  up %v  backend %s  lockdown %s  seccomp %s  landlock %s  masked %d\n",
+			i.Workspace, i.ServePID, i.PID, i.Uptime.Round(time.Second), i.Backend, lock, i.Seccomp, i.Landlock, i.Masked)
+		if i.Detail != "" {
+			fmt.Fprintf(w, "    %s\n", i.Detail)
+		}
 	}
 	return nil
+}
+
+// serveControl offers the sandboxed workspaces of apps to the user's other
+// warden processes (warden exec, warden sandbox status) until the returned
+// function is called. Without it they build jails of their own, so a
+// failure is a warning, not the end of the server.
+func serveControl(apps []*app, log *slog.Logger) func() {
+	var targets []sandbox.ControlTarget
+	for _, a := range apps {
+		if a.jail != nil {
+			targets = append(targets, sandbox.ControlTarget{Options: a.jailOpts, Manager: a.jail})
+		}
+	}
+	if len(targets) == 0 {
+		return func() {}
+	}
+	cs, err := sandbox.ListenControl("", targets, log)
+	if err != nil {
+		log.Warn("warden exec and warden sandbox status cannot reach this server's workers", "error", err)
+		return func() {}
+	}
+	return func() { cs.Close() }
 }

@@ -192,5 +192,6 @@ func mcpHTTP(ctx context.Context, g *globalFlags, specs []string, db string, b *
 		closeAll()
 		return nil, nil, err
 	}
-	return h, closeAll, nil
+	closeControl := serveControl(apps, log)
+	return h, func() { closeControl(); closeAll() }, nil
 }

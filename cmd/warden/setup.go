@@ -34,7 +34,10 @@ type app struct {
 	audit     audit.Sink
 	log       *slog.Logger
 	sandboxed bool
-	closers   []func() error
+	// jail holds the workspace's worker when sandboxed, started with jailOpts.
+	jail     *sandbox.Manager
+	jailOpts *sandbox.Options
+	closers  []func() error
 }
 
 func (a *app) Close() {
@@ -114,6 +117,7 @@ func newApp(ctx context.Context, g *globalFlags, stderr io.Writer, so setupOptio
 		a.closers = append(a.closers, m.Close)
 		opts := jailOptions(cfg, a.root.Dir(), a.log)
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
+		a.jail, a.jailOpts = m, opts
 	}
 	a.env = env
 
