@@ -1,0 +1,102 @@
+package approval
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/internal/audit"
+)
+
+// Lengths of the parts of a notification, in runes.
+const (
+	msgArgsMax = 300
+	msgToolMax = 64
+	msgTextMax = 200
+)
+
+// RequestLink is the page's address for request id: page + "/requests/" + id,
+// or "" without a page URL.
+func RequestLink(pageURL, id string) string {
+	if pageURL == "" {
+		return ""
+	}
+	return strings.TrimRight(pageURL, "/") + "/requests/" + url.PathEscape(id)
+}
+
+// summary is what every chat and email message says about a request, each
+// field already redacted and made printable (no control characters, no
+// newlines); each channel then escapes its own markup.
+type summary struct {
+	ID, Tool, Args, Risk, Workspace, Agent, Session string
+	Left                                            time.Duration
+	Expires                                         time.Time
+	Link                                            string
+}
+
+func summarize(p *Pending, pageURL string, now time.Time) summary {
+	s := summary{
+		ID:        Printable(p.ID, 64),
+		Tool:      Printable(p.Tool, msgToolMax),
+		Args:      Printable(string(audit.Sanitize(p.Args, msgArgsMax)), msgArgsMax),
+		Risk:      Printable(audit.Excerpt(p.Risk, msgTextMax), msgTextMax),
+		Workspace: Printable(audit.Excerpt(p.Workspace, msgTextMax), msgTextMax),
+		Agent:     Printable(p.Agent, msgToolMax),
+		Session:   Printable(p.Session, 8),
+		Expires:   p.ExpiresAt.UTC(),
+		Link:      RequestLink(pageURL, p.ID),
+	}
+	if !p.ExpiresAt.IsZero() {
+		s.Left = max(p.ExpiresAt.Sub(now).Round(time.Second), 0)
+	}
+	return s
+}
+
+// where is "workspace W · agent A · session S…" with the parts known.
+func (s summary) where() string {
+	var parts []string
+	if s.Workspace != "" {
+		parts = append(parts, "workspace "+s.Workspace)
+	}
+	if s.Agent != "" {
+		parts = append(parts, "agent "+s.Agent)
+	}
+	if s.Session != "" {
+		parts = append(parts, "session "+s.Session+"…")
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (s summary) timeLeft() string {
+	if s.Expires.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%s (expires %s)", s.Left, s.Expires.Format("2006-01-02 15:04:05 UTC"))
+}
+
+// plainText is the message for plain-text channels (Telegram, email):
+// nothing in it is markup.
+func (s summary) plainText(decide string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "warden: approval needed for %s\n\n", s.Tool)
+	fmt.Fprintf(&b, "Tool: %s\n", s.Tool)
+	fmt.Fprintf(&b, "Arguments: %s\n", s.Args)
+	if s.Risk != "" {
+		fmt.Fprintf(&b, "Risk: %s\n", s.Risk)
+	}
+	if w := s.where(); w != "" {
+		fmt.Fprintf(&b, "Where: %s\n", w)
+	}
+	if t := s.timeLeft(); t != "" {
+		fmt.Fprintf(&b, "Time left: %s\n", t)
+	}
+	fmt.Fprintf(&b, "Request: %s\n", s.ID)
+	if s.Link != "" {
+		fmt.Fprintf(&b, "Open: %s\n", s.Link)
+	}
+	if decide != "" {
+		b.WriteString("\n" + decide + "\n")
+	}
+	return b.String()
+}
