@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,9 +31,12 @@ type fixture struct {
 	srv *httptest.Server
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T) *fixture { return setupClock(t, nil) }
+
+// setupClock is setup with the store judging expiry by now (nil: time.Now).
+func setupClock(t *testing.T, now func() time.Time) *fixture {
 	t.Helper()
-	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "warden.db"), nil)
+	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "warden.db"), &store.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,12 +58,16 @@ func setup(t *testing.T) *fixture {
 }
 
 // newRequest stores a pending request as another process would.
-func (f *fixture) newRequest(t *testing.T) string {
+func (f *fixture) newRequest(t *testing.T) string { return f.newRequestIn(t, "") }
+
+// newRequestIn is newRequest in a session.
+func (f *fixture) newRequestIn(t *testing.T, session string) string {
 	t.Helper()
 	id := approval.NewID()
 	now := time.Now()
-	err := f.st.Create(t.Context(), &store.Approval{ID: id, Tool: "run_command", Args: json.RawMessage(`{"command":"make"}`), ArgsHash: "h",
-		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Minute), Owner: store.CurrentOwner()}, nil)
+	args := json.RawMessage(`{"command":"make"}`)
+	err := f.st.Create(t.Context(), &store.Approval{ID: id, Tool: "run_command", Args: args, ArgsHash: approval.BindingHash("run_command", args, "/w", session),
+		Workspace: "/w", Session: session, State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: store.CurrentOwner()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +251,8 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func FuzzDecisionBody(f *testing.F) {
-	for _, s := range []string{``, `{}`, `{"reason":"x"}`, `{"reason":"x","decided_by":"bob"}`, `{"reason":1}`, `{"reason":"a"} x`, `{"Reason":"x"}`, strings.Repeat(" ", MaxBody+1)} {
+	for _, s := range []string{``, `{}`, `{"reason":"x"}`, `{"reason":"x","decided_by":"bob"}`, `{"reason":1}`, `{"reason":"a"} x`, `{"Reason":"x"}`,
+		`{"grant_minutes":15}`, `{"grant_minutes":-1}`, `{"grant_minutes":"15"}`, `{"grant_minutes":1e3}`, `{"reason":"x","grant_minutes":99999999999999999999}`, strings.Repeat(" ", MaxBody+1)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -257,14 +266,197 @@ func FuzzDecisionBody(f *testing.F) {
 		if len(s) > MaxBody {
 			t.Fatalf("accepted %d bytes", len(s))
 		}
-		// Whatever was accepted holds no field but reason.
+		// Whatever was accepted holds no field but reason and
+		// grant_minutes, and never a negative grant.
 		var m map[string]json.RawMessage
 		if json.Unmarshal([]byte(s), &m) == nil {
 			for k := range m {
-				if !strings.EqualFold(k, "reason") {
+				if !strings.EqualFold(k, "reason") && !strings.EqualFold(k, "grant_minutes") {
 					t.Fatalf("accepted field %q", k)
 				}
 			}
 		}
+		if d.GrantMinutes < 0 {
+			t.Fatalf("accepted grant_minutes %d", d.GrantMinutes)
+		}
 	})
+}
+
+// settableClock is a store clock tests move forward.
+type settableClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *settableClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *settableClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func grantOf(t *testing.T, body map[string]any) map[string]any {
+	t.Helper()
+	g, ok := body["grant"].(map[string]any)
+	if !ok {
+		t.Fatalf("no grant in %v", body)
+	}
+	return g
+}
+
+// Each row tries to create or end a grant in a way the API must refuse.
+func TestGrantsAPI(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	alice, bob := "Bearer "+aliceTok, "Bearer "+bobTok
+	id := f.newRequestIn(t, "s1")
+
+	code, body := f.do(t, "POST", "/api/approvals/"+id+"/approve", alice, `{"reason":"fine","grant_minutes":15}`)
+	if code != 200 || body["state"] != "APPROVED" || body["decided_by"] != "alice" || body["request_id"] != id {
+		t.Fatalf("approve with a grant: %d %v", code, body)
+	}
+	g := grantOf(t, body)
+	gid, _ := g["id"].(string)
+	created, _ := time.Parse(time.RFC3339Nano, g["created_at"].(string))
+	expires, _ := time.Parse(time.RFC3339Nano, g["expires_at"].(string))
+	if g["created_by"] != "alice" || g["session"] != "s1" || g["workspace"] != "/w" || g["tool"] != "run_command" ||
+		g["approval_id"] != id || expires.Sub(created) != 15*time.Minute || !idPattern.MatchString(gid) {
+		t.Fatalf("grant %v", g)
+	}
+
+	other := f.newRequestIn(t, "s2")
+	noSession := f.newRequest(t)
+	refusals := []struct {
+		name, method, path, auth, body string
+		code                           int
+	}{
+		{"grant on a denial", "POST", "/api/approvals/" + other + "/deny", alice, `{"reason":"no","grant_minutes":5}`, 400},
+		{"negative minutes", "POST", "/api/approvals/" + other + "/approve", alice, `{"grant_minutes":-5}`, 400},
+		{"minutes as a string", "POST", "/api/approvals/" + other + "/approve", alice, `{"grant_minutes":"5"}`, 400},
+		{"minutes overflow", "POST", "/api/approvals/" + other + "/approve", alice, `{"grant_minutes":99999999999999999999}`, 400},
+		{"grant_by in the body", "POST", "/api/approvals/" + other + "/approve", alice, `{"grant_minutes":5,"created_by":"bob"}`, 400},
+		{"no token", "POST", "/api/approvals/" + other + "/approve", "", `{"grant_minutes":5}`, 401},
+		{"request without a session", "POST", "/api/approvals/" + noSession + "/approve", alice, `{"grant_minutes":5}`, 409},
+		{"request already decided", "POST", "/api/approvals/" + id + "/approve", bob, `{"grant_minutes":5}`, 409},
+		{"unknown request", "POST", "/api/approvals/" + strings.Repeat("0", 32) + "/approve", alice, `{"grant_minutes":5}`, 404},
+		{"list without a token", "GET", "/api/grants", "", "", 401},
+		{"list with a bad flag", "GET", "/api/grants?all=yes", alice, "", 400},
+		{"revoke without a token", "POST", "/api/grants/" + gid + "/revoke", "", "", 401},
+		{"revoke with a wrong token", "POST", "/api/grants/" + gid + "/revoke", "Bearer nope-0123456789abcdef0000", "", 401},
+		{"revoke an unknown grant", "POST", "/api/grants/" + strings.Repeat("0", 32) + "/revoke", alice, "", 404},
+		{"revoke a bad id", "POST", "/api/grants/..%2f..%2fx/revoke", alice, "", 404},
+		{"revoke with GET", "GET", "/api/grants/" + gid + "/revoke", alice, "", 404},
+	}
+	for _, c := range refusals {
+		if code, body := f.do(t, c.method, c.path, c.auth, c.body); code != c.code {
+			t.Errorf("%s: %d %v, want %d", c.name, code, body, c.code)
+		}
+	}
+	for _, r := range []string{other, noSession} {
+		if a, _ := f.st.Get(t.Context(), r); a.State != store.Pending {
+			t.Errorf("a refused grant decided request %s: %s", r, a.State)
+		}
+	}
+
+	// Above grant_max_minutes (default 60) the grant is capped.
+	code, body = f.do(t, "POST", "/api/approvals/"+other+"/approve", bob, `{"grant_minutes":100000}`)
+	if code != 200 {
+		t.Fatalf("long grant: %d %v", code, body)
+	}
+	g2 := grantOf(t, body)
+	created, _ = time.Parse(time.RFC3339Nano, g2["created_at"].(string))
+	expires, _ = time.Parse(time.RFC3339Nano, g2["expires_at"].(string))
+	if expires.Sub(created) != approval.DefaultGrantMax || g2["created_by"] != "bob" {
+		t.Errorf("grant of 100000 minutes: %v", g2)
+	}
+
+	code, body = f.do(t, "GET", "/api/grants", bob, "")
+	if l, _ := body["grants"].([]any); code != 200 || len(l) != 2 {
+		t.Fatalf("grants: %d %v", code, body)
+	}
+	code, body = f.do(t, "POST", "/api/grants/"+gid+"/revoke", bob, "")
+	if code != 200 || body["revoked_by"] != "bob" || body["id"] != gid {
+		t.Fatalf("revoke: %d %v", code, body)
+	}
+	code, body = f.do(t, "POST", "/api/grants/"+gid+"/revoke", alice, "")
+	if code != 409 || !strings.Contains(body["error"].(string), "already revoked (by bob)") {
+		t.Errorf("second revoke: %d %v", code, body)
+	}
+	code, body = f.do(t, "GET", "/api/grants", alice, "")
+	if l, _ := body["grants"].([]any); code != 200 || len(l) != 1 || l[0].(map[string]any)["id"] == gid {
+		t.Errorf("active grants after revoke: %d %v", code, body)
+	}
+	code, body = f.do(t, "GET", "/api/grants?all=1", alice, "")
+	if l, _ := body["grants"].([]any); code != 200 || len(l) != 2 {
+		t.Errorf("all grants: %d %v", code, body)
+	}
+	if _, _, err := f.st.VerifyAudit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The stream tells about grants as they are created, revoked and expire.
+func TestStreamGrants(t *testing.T) {
+	t.Parallel()
+	clk := &settableClock{t: time.Now()}
+	f := setupClock(t, clk.now)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/api/approvals/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceTok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan Event, 20)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var ev Event
+				json.Unmarshal([]byte(data), &ev)
+				events <- ev
+			}
+		}
+		close(events)
+	}()
+	// nextGrant skips approval events.
+	nextGrant := func() Event {
+		for {
+			select {
+			case ev := <-events:
+				if ev.Grant != nil {
+					return ev
+				}
+			case <-ctx.Done():
+				t.Fatal("no grant event")
+				return Event{}
+			}
+		}
+	}
+	a, b := f.newRequestIn(t, "s1"), f.newRequestIn(t, "s2")
+	f.do(t, "POST", "/api/approvals/"+a+"/approve", "Bearer "+aliceTok, `{"grant_minutes":5}`)
+	ev := nextGrant()
+	if ev.Type != "grant.created" || ev.Grant.ApprovalID != a || ev.Grant.CreatedBy != "alice" || ev.Approval != nil {
+		t.Fatalf("event %+v", ev)
+	}
+	ga := ev.Grant.ID
+	f.do(t, "POST", "/api/approvals/"+b+"/approve", "Bearer "+aliceTok, `{"grant_minutes":10}`)
+	gb := nextGrant().Grant.ID
+	f.do(t, "POST", "/api/grants/"+ga+"/revoke", "Bearer "+bobTok, "")
+	if ev := nextGrant(); ev.Type != "grant.revoked" || ev.Grant.ID != ga || ev.Grant.RevokedBy != "bob" {
+		t.Fatalf("event %+v", ev)
+	}
+	clk.add(11 * time.Minute)
+	if ev := nextGrant(); ev.Type != "grant.expired" || ev.Grant.ID != gb {
+		t.Fatalf("event %+v", ev)
+	}
+	rows, _ := f.st.Audit(t.Context(), store.AuditFilter{Event: "grant_expired"})
+	if len(rows) != 1 {
+		t.Errorf("%d expiry rows, want 1 (a revoked grant does not expire)", len(rows))
+	}
+	cancel()
+	for range events {
+	}
 }
