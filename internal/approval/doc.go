@@ -34,6 +34,23 @@
 //     cleaned of control characters before they reach the agent.
 //   - A request whose process died is cancelled at the next start, never
 //     executed.
+//   - Grants (ApproveWithGrant) fight approval fatigue without widening
+//     what was approved: a grant covers only the exact call of the request
+//     it was made on (tool, canonical arguments, workspace and session,
+//     bound by the binding hash and compared column by column), for at most
+//     GrantMax (grant_max_minutes, default 60; a longer ask is capped). It
+//     is created in the same conditional transaction as the approval, so a
+//     denial, or a request already decided, expired or executed, never
+//     gets one; a request with no session cannot get one. Only a
+//     supervisor creates or revokes one. Every use is its own APPROVED
+//     request, decision "granted", decided_by the grant's creator, and
+//     creation, use, revocation and expiry are rows of the audit chain.
+//   - Identical calls (same binding hash) asked while one is PENDING in
+//     the same Broker collapse into it: one row, one notification, one
+//     decision for all of them. Each approved waiter runs; the first result
+//     marks the request EXECUTED and the others are approval_executed audit
+//     rows on it. A waiter that gives up leaves; only the last one cancels
+//     the request. Calls from different sessions never collapse.
 //
 // # Non-goals
 //
@@ -41,5 +58,8 @@
 // pattern approves what it matches. The webhook only notifies; its receiver
 // must verify X-Warden-Signature and decide through the API. The engine, not
 // this package, applies hard guards (blocklist, confinement) before a call
-// is ever supervised.
+// is ever supervised. Collapsing is per Broker (per process): identical
+// calls from two processes are two requests. A grant cannot tell two
+// agents of one session apart, and it lets the same call run repeatedly
+// until it expires or is revoked: keep grants short.
 package approval

@@ -6,8 +6,15 @@
 //	GET  /api/approvals?status=pending&limit=N
 //	GET  /api/approvals/stream
 //	GET  /api/approvals/{id}
-//	POST /api/approvals/{id}/approve   {"reason": "…"} (optional body)
+//	POST /api/approvals/{id}/approve   {"reason": "…", "grant_minutes": N} (optional body)
 //	POST /api/approvals/{id}/deny      {"reason": "…"} (reason required)
+//	GET  /api/grants?all=1
+//	POST /api/grants/{id}/revoke
+//
+// grant_minutes > 0 also grants the exact same call in the same session for
+// N minutes, capped at grant_max_minutes; the answer then holds "grant".
+// The stream carries approval.requested, approval.decided, grant.created,
+// grant.used, grant.revoked and grant.expired events.
 //
 // # Threat model
 //
@@ -19,7 +26,9 @@
 // limited and strictly decoded; unknown fields are refused). Refused
 // credentials are audited. Decisions go through the broker, so the store's
 // conditional update makes exactly one of concurrent decisions win and
-// refuses late ones with 409.
+// refuses late ones with 409. A grant is created only by an approval
+// (grant_minutes on deny is refused), by the supervisor whose token it is, and
+// never on a request already decided.
 //
 // The API listens on loopback by default; `warden serve` refuses a
 // non-loopback address without TLS unless --insecure-public is given

@@ -27,6 +27,14 @@
 // A process is identified by host, pid and the pid's start time, so a reused
 // pid does not keep a dead owner's request alive.
 //
+// Grants (schema version 2) follow the same rules: a grant is written in
+// the transaction that approves its request, conditional on that request
+// being PENDING and unexpired; using one counts the use and stores the
+// granted request in one transaction, re-checking expiry and revocation
+// at the store's clock; revoking is conditional on the grant being active.
+// grant_created, grant_used, grant_revoked and grant_expired rows join the
+// audit chain.
+//
 // # Non-goals
 //
 // The store trusts whoever can write the database file: the file is created
