@@ -20,7 +20,7 @@ import (
 
 // memStore opens an in-memory SQLite store: no file I/O, so it runs inside
 // a synctest bubble, where time.Now and timers are the bubble's.
-func memStore(t *testing.T) *store.SQLite {
+func memStore(t testing.TB) *store.SQLite {
 	t.Helper()
 	s, err := store.OpenSQLite(":memory:", nil)
 	if err != nil {
@@ -30,7 +30,7 @@ func memStore(t *testing.T) *store.SQLite {
 	return s
 }
 
-func fileStore(t *testing.T) *store.SQLite {
+func fileStore(t testing.TB) *store.SQLite {
 	t.Helper()
 	s, err := store.OpenSQLite(filepath.Join(t.TempDir(), "warden.db"), nil)
 	if err != nil {
@@ -40,7 +40,7 @@ func fileStore(t *testing.T) *store.SQLite {
 	return s
 }
 
-func newBroker(t *testing.T, s store.Store, mod func(*Options)) *Broker {
+func newBroker(t testing.TB, s store.Store, mod func(*Options)) *Broker {
 	t.Helper()
 	o := Options{Store: s, Supervisors: []string{"alice", "bob"}, Remote: true, Timeout: 5 * time.Minute}
 	if mod != nil {
