@@ -551,3 +551,36 @@ func copyFile(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkControlExecTrue is `true` in a held worker through the control
+// socket (what warden exec pays, less its own start) and straight through
+// the Manager (what serve's own tool calls pay).
+func BenchmarkControlExecTrue(b *testing.B) {
+	needJail(b)
+	ws := b.TempDir()
+	m := NewManager(nil)
+	defer m.Close()
+	opts := &Options{Workspace: ws, Sandbox: &config.Sandbox{Enabled: true, Backend: "local"}, StartTimeout: 20 * time.Second}
+	ctlDir := filepath.Join(b.TempDir(), "run")
+	cs, err := ListenControl(ctlDir, []ControlTarget{{Options: opts, Manager: m}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	spec := command.Spec{Argv: []string{"true"}, Timeout: 10 * time.Second}
+	b.Run("control", func(b *testing.B) {
+		for b.Loop() {
+			if res, _, err := ExecViaServe(context.Background(), ctlDir, opts, spec); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	b.Run("manager", func(b *testing.B) {
+		r := m.Runner(opts)
+		for b.Loop() {
+			if res, err := r.Run(context.Background(), spec); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+}
