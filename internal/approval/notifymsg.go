@@ -1,6 +1,8 @@
 package approval
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -39,7 +41,7 @@ func summarize(p *Pending, pageURL string, now time.Time) summary {
 	s := summary{
 		ID:        Printable(p.ID, 64),
 		Tool:      Printable(p.Tool, msgToolMax),
-		Args:      Printable(string(audit.Sanitize(p.Args, msgArgsMax)), msgArgsMax),
+		Args:      Printable(readableJSON(audit.Sanitize(p.Args, msgArgsMax)), msgArgsMax),
 		Risk:      Printable(audit.Excerpt(p.Risk, msgTextMax), msgTextMax),
 		Workspace: Printable(audit.Excerpt(p.Workspace, msgTextMax), msgTextMax),
 		Agent:     Printable(p.Agent, msgToolMax),
@@ -63,9 +65,26 @@ func (s summary) where() string {
 		parts = append(parts, "agent "+s.Agent)
 	}
 	if s.Session != "" {
-		parts = append(parts, "session "+s.Session+"…")
+		parts = append(parts, "session "+s.Session)
 	}
 	return strings.Join(parts, " · ")
+}
+
+// readableJSON re-encodes a JSON value without Go's HTML escapes (\u003c
+// for <), so a person reads what the agent sent; each channel escapes its
+// own markup afterwards.
+func readableJSON(v json.RawMessage) string {
+	var x any
+	if err := json.Unmarshal(v, &x); err != nil {
+		return string(v)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(x); err != nil {
+		return string(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func (s summary) timeLeft() string {

@@ -210,7 +210,7 @@ var secretReq = &Request{Tool: "run_command", Args: json.RawMessage(`{"command":
 // the request in the store, and the message shows it.
 func TestTelegramApproveButton(t *testing.T) {
 	t.Parallel()
-	f, b, _, s := tgSetup(t)
+	f, b, tg, s := tgSetup(t)
 	res := ask(b, t.Context(), secretReq)
 	id := pendingID(t, s)
 	for _, chat := range []float64{supChat, groupChat} {
@@ -230,6 +230,17 @@ func TestTelegramApproveButton(t *testing.T) {
 		kb, _ := json.Marshal(p["reply_markup"])
 		if !strings.Contains(string(kb), `"callback_data":"a:`+id+`"`) || !strings.Contains(string(kb), `"callback_data":"d:`+id+`"`) {
 			t.Errorf("keyboard %s", kb)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		tg.mu.Lock()
+		n := len(tg.sent[id])
+		tg.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sent messages were not remembered")
 		}
 	}
 	f.push(callback(1, supChat, "private", supChat, "a:"+id))

@@ -1,0 +1,160 @@
+package approval
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// A receiver that fails twice then succeeds gets the message once; one
+// that answers 4xx is not retried.
+func TestNotifyRetry(t *testing.T) {
+	t.Parallel()
+	var calls, ok atomic.Int64
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.WriteHeader(http.StatusInternalServerError)
+		case 2:
+			w.Header().Set("Retry-After", "0.01")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			ok.Add(1)
+			close(done)
+		}
+	}))
+	defer srv.Close()
+	s, _ := NewSlack(srv.URL, "", &NotifyOptions{Backoff: time.Millisecond})
+	if err := s.Notify(t.Context(), hostileReq); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not delivered after retries")
+	}
+	s.Close()
+	if calls.Load() != 3 || ok.Load() != 1 {
+		t.Errorf("%d calls, %d delivered; want 3 and 1", calls.Load(), ok.Load())
+	}
+
+	var bad atomic.Int64
+	srv4 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bad.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "no_service")
+	}))
+	defer srv4.Close()
+	d, _ := NewDiscord(srv4.URL, "", &NotifyOptions{Backoff: time.Millisecond})
+	d.Notify(t.Context(), hostileReq)
+	d.Close() // drains: the one attempt is made before Close returns
+	if bad.Load() != 1 {
+		t.Errorf("%d calls for a 404, want 1", bad.Load())
+	}
+}
+
+// A channel whose receiver hangs never blocks Notify, Ask, or the other
+// channels; the request is decided as usual and Close ends at its deadline.
+func TestNotifyFailingChannelDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	var hung atomic.Int64
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hung.Add(1)
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer dead.Close()
+	defer close(hang)
+	var failing atomic.Int64
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failing.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer broken.Close()
+	good := newHookServer(t)
+
+	no := &NotifyOptions{Backoff: time.Millisecond, Queue: 2, CloseTimeout: 200 * time.Millisecond}
+	slow, _ := NewSlack(dead.URL, "", no)
+	flaky, _ := NewDiscord(broken.URL, "", no)
+	fine, _ := NewSlack(good.srv.URL, "", no)
+	s := fileStore(t)
+	b := newBroker(t, s, func(o *Options) { o.Channels = []Channel{slow, flaky, fine}; o.Timeout = 2 * time.Second })
+
+	start := time.Now()
+	res := ask(b, t.Context(), lsReq)
+	id := pendingID(t, s)
+	good.next(t) // the working channel got its message meanwhile
+	if _, err := b.Decide(t.Context(), id, "alice", true, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := <-res
+	if r.err != nil || !r.out.Approved || r.out.By != "alice" {
+		t.Fatalf("outcome %+v %v", r.out, r.err)
+	}
+	if time.Since(start) > 1500*time.Millisecond {
+		t.Errorf("Ask took %s with a hanging channel", time.Since(start))
+	}
+	// A full queue refuses at once instead of blocking.
+	for range 5 {
+		slow.Notify(t.Context(), hostileReq)
+	}
+	t0 := time.Now()
+	err := slow.Notify(t.Context(), hostileReq)
+	if err == nil || !strings.Contains(err.Error(), "queue full") || time.Since(t0) > 100*time.Millisecond {
+		t.Errorf("full queue: %v after %s", err, time.Since(t0))
+	}
+	t0 = time.Now()
+	slow.Close()
+	flaky.Close()
+	fine.Close()
+	if el := time.Since(t0); el > 2*time.Second {
+		t.Errorf("Close took %s past its deadline", el)
+	}
+	if failing.Load() < 2 || failing.Load() > 5 {
+		t.Errorf("the failing channel was tried %d times, want bounded retries", failing.Load())
+	}
+	if a, _ := s.Get(t.Context(), id); a.State != store.Approved && a.State != store.Executed {
+		t.Errorf("state %s", a.State)
+	}
+}
+
+// With only a dead channel, a request still times out (and is denied) on
+// time: no channel decides anything.
+func TestNotifyDeadChannelTimesOut(t *testing.T) {
+	t.Parallel()
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	defer dead.Close()
+	ch, _ := NewSlack(dead.URL, "", &NotifyOptions{Backoff: time.Millisecond, CloseTimeout: 100 * time.Millisecond})
+	defer ch.Close()
+	b := newBroker(t, fileStore(t), func(o *Options) { o.Channels = []Channel{ch}; o.Timeout = 300 * time.Millisecond })
+	start := time.Now()
+	out, err := b.Ask(context.Background(), lsReq)
+	if err != nil || out.Approved || out.State != string(store.TimedOut) {
+		t.Fatalf("outcome %+v %v", out, err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("timed out after %s", el)
+	}
+}
+
+func TestJitter(t *testing.T) {
+	t.Parallel()
+	for range 1000 {
+		if j := jitter(time.Second); j < 500*time.Millisecond || j >= time.Second {
+			t.Fatalf("jitter(1s) = %s", j)
+		}
+	}
+}
