@@ -953,3 +953,28 @@ func TestDocker(t *testing.T) {
 		}
 	})
 }
+
+// FuzzOwnerGone feeds container labels (anyone who can reach the daemon can
+// set them) to the stale-container check: it must never panic, and must
+// never call the running test process gone, whatever follows its label.
+func FuzzOwnerGone(f *testing.F) {
+	self := ownerLabel(os.Getpid())
+	f.Add(self)
+	f.Add(self + "/extra")
+	f.Add("boot/1/2")
+	f.Add("//")
+	f.Add("x/-1/")
+	f.Add(strings.Repeat("/", 100))
+	boot, _, _ := strings.Cut(self, "/")
+	f.Fuzz(func(t *testing.T, label string) {
+		gone := ownerGone(label)
+		if ownerGone(self) {
+			t.Fatal("the live process is called gone")
+		}
+		// A container from another machine or boot id is never removed
+		// unless the boot id is ours.
+		if b, _, _ := strings.Cut(label, "/"); gone && b != boot {
+			t.Fatalf("label %q of another boot id called gone", label)
+		}
+	})
+}
