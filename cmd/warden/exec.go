@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,7 +100,11 @@ func execInJail(ctx context.Context, opts *sandbox.Options, spec command.Spec, v
 	}
 	log.Info("no warden serve holds this workspace; starting a jail for the call", "why", err)
 	if verbose {
-		fmt.Fprintln(stderr, "warden: no warden serve holds this workspace; starting a jail for this call")
+		why := ""
+		if err != sandbox.ErrNotHeld {
+			why = " (" + strings.TrimPrefix(err.Error(), sandbox.ErrNotHeld.Error()+": ") + ")"
+		}
+		fmt.Fprintf(stderr, "warden: no warden serve holds this workspace%s; starting a jail for this call\n", why)
 	}
 	w, err := sandbox.Start(ctx, opts)
 	if err != nil {
