@@ -207,13 +207,21 @@ func setCookie(rw http.ResponseWriter, r *http.Request, name, value string, maxA
 // Sec-Fetch-Site other than same-origin (or none: typed by the user), or an
 // Origin that is not this server. Requests without either header (curl)
 // pass here; the CSRF token still guards them.
+//
+// Under Referrer-Policy no-referrer browsers send "Origin: null" with form
+// posts; null is accepted only when Sec-Fetch-Site says same-origin (a
+// sandboxed frame elsewhere also sends null, but as cross-site).
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site != "" && site != "same-origin" && site != "none" {
 		return false
 	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
+	}
+	if origin == "null" {
+		return site == "same-origin"
 	}
 	u, err := url.Parse(origin)
 	if err != nil {
