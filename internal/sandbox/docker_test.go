@@ -706,15 +706,22 @@ func TestDocker(t *testing.T) {
 				}
 			}
 			// A system call under a foreign ABI never runs: libseccomp kills
-			// the calling thread (int 0x80 may also fault when the kernel's
-			// i386 entry is off); it never returns a result.
-			for _, p := range []string{"x32", "int80"} {
-				res := probe(t, w, p)
-				got := strings.TrimSpace(res.Output)
-				if got != "thread killed" && (res.ExitCode == 0 || got == "ok" || strings.HasPrefix(got, "ret") || strings.HasPrefix(got, "E")) {
-					t.Errorf("%s: exit %d, output %q; want the thread killed", p, res.ExitCode, got)
-				}
-				t.Logf("%s: exit %d, %.60q", p, res.ExitCode, got)
+			// the calling thread. Without the profile, x32 says ENOSYS (the
+			// kernel has no x32) and int 0x80 reaches the i386 entry where
+			// the kernel has one; where it has none (it faults on the host
+			// too), that row proves nothing and is only logged.
+			res := probe(t, w, "x32")
+			if got := strings.TrimSpace(res.Output); got != "thread killed" {
+				t.Errorf("x32: exit %d, output %q; want the thread killed", res.ExitCode, got)
+			}
+			host, _ := exec.Command(os.Args[0], "docker-probe", "int80").Output()
+			res = probe(t, w, "int80")
+			got := strings.TrimSpace(res.Output)
+			switch {
+			case strings.TrimSpace(string(host)) != "ok":
+				t.Logf("int 0x80 does not reach the kernel on this host (%.40q); the x32 row covers the guard", host)
+			case got != "thread killed":
+				t.Errorf("int80: exit %d, output %.80q; want the thread killed", res.ExitCode, got)
 			}
 		})
 		t.Run("environment", func(t *testing.T) {
