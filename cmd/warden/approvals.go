@@ -42,7 +42,7 @@ func openApprovalStore(db string) (*store.SQLite, error) {
 // terminal prompt when stdin and stderr are a terminal, the configured
 // channels, the supervisors. close releases the channels; st stays open.
 func newApprovalBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
-	o, closeChannels, err := approval.OptionsFromConfig(cfg, nil)
+	o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,6 +59,7 @@ func newApprovalBroker(ctx context.Context, cfg *config.Config, st store.Store, 
 		closeChannels()
 		return nil, nil, err
 	}
+	approval.Listen(b, o.Channels) // Telegram answers, while this process waits
 	return b, func() { _ = closeChannels() }, nil
 }
 

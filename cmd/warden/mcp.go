@@ -193,7 +193,7 @@ func mcpApprover(elicit bool) func(ctx context.Context, cfg *config.Config, st *
 // call fails safe), and, with elicit, one that also asks the MCP client.
 // Neither uses the terminal: stdin is the protocol.
 func newMCPApprover(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger, elicit bool) (approval.Approver, func(), error) {
-	o, closeChannels, err := approval.OptionsFromConfig(cfg, nil)
+	o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,6 +205,7 @@ func newMCPApprover(ctx context.Context, cfg *config.Config, st store.Store, mir
 		closeFn()
 		return nil, nil, err
 	}
+	approval.Listen(plain, o.Channels) // Telegram answers, unless this process already polls
 	a := &mcp.Approver{Plain: plain}
 	if elicit {
 		o.Prompt = mcp.Elicitor{}

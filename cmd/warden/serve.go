@@ -37,7 +37,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 API calls need a supervisor's bearer token (security.approval.supervisors'
 token_env). MCP clients need a token of their own, from the environment:
 WARDEN_MCP_TOKEN_<CLIENT>=<token> (at least 20 characters). A workspace with a
-[sandbox] section keeps one jailed worker while the server runs.`,
+[sandbox] section keeps one jailed worker while the server runs. With
+"telegram" in notify_channels, the server takes the supervisors' answers
+from Telegram (long polling: no public URL needed).`,
 		Args: cobra.NoArgs,
 	}
 	db := dbFlag(cmd)
@@ -62,11 +64,19 @@ WARDEN_MCP_TOKEN_<CLIENT>=<token> (at least 20 characters). A workspace with a
 			return err
 		}
 		defer st.Close()
-		b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: approval.SupervisorIDs(&cfg.Security.Approval), Logger: log,
+		// Channels that take answers (Telegram) poll here and decide
+		// through this broker; their chats are supervisors too.
+		co, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+		if err != nil {
+			return err
+		}
+		defer closeChannels()
+		b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: co.Supervisors, Logger: log,
 			GrantMax: approval.GrantMax(&cfg.Security.Approval)})
 		if err != nil {
 			return err
 		}
+		approval.Listen(b, co.Channels)
 		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log})
 		if err != nil {
 			return err
