@@ -1,6 +1,7 @@
 // Package server is the HTTP API of the approval flow, served by
 // `warden serve`: list, show, approve and deny requests, and follow them as
-// server-sent events.
+// server-sent events; and the supervisor page, the same flow for a person
+// in a browser.
 //
 //	GET  /healthz
 //	GET  /api/approvals?status=pending&limit=N
@@ -16,6 +17,17 @@
 // The stream carries approval.requested, approval.decided, grant.created,
 // grant.used, grant.revoked and grant.expired events.
 //
+// The supervisor page (web*.go; html/template pages and static files
+// embedded from web/):
+//
+//	GET  /signin, POST /signin, POST /signout
+//	GET  /                  the live queue of pending requests and the active grants
+//	GET  /requests/{id}     one request (the link channels send)
+//	POST /requests/{id}/approve | deny (reason) | grant (minutes)
+//	POST /grants/{id}/revoke
+//	GET  /history           audit search (tool, decision, supervisor, event, time) and chain status
+//	GET  /events, /cards/{id}, /grants   the page's own stream and fragments
+//
 // # Threat model
 //
 // Every /api call needs "Authorization: Bearer <token>", where the token is
@@ -30,13 +42,34 @@
 // (grant_minutes on deny is refused), by the supervisor whose token it is, and
 // never on a request already decided.
 //
+// The page signs a supervisor in with the same token, then uses a session
+// cookie: 256 random bits, HttpOnly, SameSite=Strict, Secure when served
+// over TLS, kept server-side (keyed by its SHA-256) with an idle expiry
+// (SessionIdle) and an absolute one (SessionMax), replaced at each sign-in
+// and deleted at sign-out. Every POST needs the session's CSRF token (form
+// field or X-CSRF-Token header, constant-time compared) and must not come
+// from another origin (Origin, Sec-Fetch-Site); the sign-in form has its
+// own double-submit token. A missing or unknown cookie gets the sign-in
+// page (GET) or 401 (POST, the page's data); refusals are audited like
+// bad tokens. Pages carry a Content-Security-Policy without inline script
+// or style, nosniff, no-referrer and frame denial. Every string from a
+// request (arguments, paths, diff lines, reasons) is escaped by
+// html/template; the page's script moves only server-rendered fragments
+// (parsed by DOMParser, never innerHTML) and sets text with textContent.
+// Redirect targets are limited to the page's own paths. Decisions go
+// through the broker, as the API's do.
+//
 // The API listens on loopback by default; `warden serve` refuses a
 // non-loopback address without TLS unless --insecure-public is given
 // (CheckAddr).
 //
 // # Non-goals
 //
-// No sessions, cookies or CSRF tokens: a browser page must send the bearer
-// token itself. No per-supervisor scoping: any supervisor may decide any
-// request. No rate limiting of failed tokens beyond auditing them.
+// No per-supervisor scoping: any supervisor may decide any request. No rate
+// limiting of failed tokens or sign-ins beyond auditing them. Page
+// sessions live in memory: a restart signs everyone out, and several
+// replicas do not share them. An open event stream is checked at connect
+// only: signing out does not close a stream already open in another tab.
+// Behind a proxy that terminates TLS (--insecure-public) the cookie is
+// not marked Secure. The history search reads the latest 5000 audit rows.
 package server
