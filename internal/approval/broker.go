@@ -79,7 +79,6 @@ type Broker struct {
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
 	groups  map[string]*group     // PENDING requests of this broker, by binding hash
-	execs   map[string]*collapsed // approved requests several calls wait to run
 }
 
 var _ Approver = (*Broker)(nil)
@@ -107,7 +106,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		o.GrantMax = DefaultGrantMax
 	}
 	b := &Broker{o: o, owner: store.CurrentOwner(), log: o.Logger, waiters: map[string]chan struct{}{},
-		groups: map[string]*group{}, execs: map[string]*collapsed{}}
+		groups: map[string]*group{}}
 	if b.log == nil {
 		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -213,6 +212,15 @@ type collapsed struct {
 	marked bool // the request row is EXECUTED; the others are audit rows
 }
 
+// collapsedRuns holds, by request id, the approved requests several calls
+// wait to run. It is shared by the process's brokers: a caller may record
+// the execution through another broker on the same store (mcp.Approver
+// does).
+var collapsedRuns = struct {
+	sync.Mutex
+	m map[string]*collapsed
+}{m: map[string]*collapsed{}}
+
 // askOnce stores a as a PENDING request and waits for its decision, unless
 // an identical request of this broker is already PENDING: then the call
 // waits on that one and gets its decision, without a second row or a
@@ -265,7 +273,9 @@ func (b *Broker) finish(g *group, out Outcome, err error) {
 		delete(b.groups, g.key)
 	}
 	if out.Approved && g.waiters > 1 {
-		b.execs[out.ID] = &collapsed{left: g.waiters}
+		collapsedRuns.Lock()
+		collapsedRuns.m[out.ID] = &collapsed{left: g.waiters}
+		collapsedRuns.Unlock()
 	}
 	close(g.done)
 	b.mu.Unlock()
@@ -436,15 +446,15 @@ func (b *Broker) settled(ctx context.Context, asked *store.Approval) (Outcome, e
 // approved request, the first result moves the request to EXECUTED and
 // each other one is an approval_executed audit row on the same request.
 func (b *Broker) Executed(ctx context.Context, id string, success bool, result string) error {
-	b.mu.Lock()
+	collapsedRuns.Lock()
 	follower := false
-	if e := b.execs[id]; e != nil {
+	if e := collapsedRuns.m[id]; e != nil {
 		follower, e.marked = e.marked, true
 		if e.left--; e.left <= 0 {
-			delete(b.execs, id)
+			delete(collapsedRuns.m, id)
 		}
 	}
-	b.mu.Unlock()
+	collapsedRuns.Unlock()
 	cur, err := b.o.Store.Get(ctx, id)
 	if err != nil {
 		return err
