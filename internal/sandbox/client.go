@@ -50,6 +50,10 @@ type Options struct {
 	// RequestTimeout bounds a file request (default 60 s); exec requests
 	// get their own timeout plus a grace period.
 	RequestTimeout time.Duration
+
+	// stdio, when set, becomes the local jail's stdin and stdout: the
+	// protocol passes straight through to another peer (see ServeJail).
+	stdio *jailStdio
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -101,6 +105,7 @@ type Worker struct {
 	closing atomic.Bool
 	lastUse atomic.Int64
 	once    sync.Once
+	procs   procTable // streams (streamhost.go)
 }
 
 // Start builds the jail described by opts and starts a worker in it. It
@@ -286,12 +291,7 @@ func startLocal(ctx context.Context, op *Options, s Settings) (w *Worker, err er
 	cmd.Env = []string{}
 	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		cg.destroy()
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	stdin, stdout, err := o.workerPipes(cmd)
 	if err != nil {
 		cg.destroy()
 		return nil, err
@@ -332,6 +332,9 @@ func startLocal(ctx context.Context, op *Options, s Settings) (w *Worker, err er
 	info := Info{
 		Workspace: ws, Backend: s.Backend, Lockdown: s.Lockdown, Forced: s.Forced, Network: s.Network && !s.Lockdown,
 		Seccomp: seccompState, PidsMax: pidsMax, PID: cmd.Process.Pid, Masked: len(m.files) + len(m.dirs),
+	}
+	if o.stdio != nil {
+		return w.passthrough(info), nil
 	}
 	if err := w.handshake(ctx, stdout, info, seccompProgram != nil); err != nil {
 		return nil, err
@@ -486,6 +489,7 @@ func (w *Worker) wait() {
 		delete(w.pending, id)
 	}
 	w.mu.Unlock()
+	w.procs.gone(w.deadErr)
 	close(w.dead)
 	w.cleanup()
 	if !w.closing.Load() {
@@ -501,7 +505,11 @@ func (w *Worker) read(stdout io.Reader) {
 			return
 		}
 		var resp Response
-		if tooLong || json.Unmarshal(line, &resp) != nil || resp.ID == 0 {
+		bad := tooLong || json.Unmarshal(line, &resp) != nil
+		if !bad && resp.ID == 0 && resp.Event != "" && w.procs.event(&resp) {
+			continue
+		}
+		if bad || resp.ID == 0 {
 			// The stream can no longer be trusted to line up with requests.
 			w.opts.logger().Error("sandbox worker sent a malformed line; resetting it", "workspace", w.opts.Workspace)
 			w.kill()
@@ -587,7 +595,7 @@ func (w *Worker) idleFor() time.Duration {
 	w.mu.Lock()
 	busy := len(w.pending) > 0
 	w.mu.Unlock()
-	if busy {
+	if busy || w.procs.live() {
 		return 0
 	}
 	return time.Since(time.Unix(0, w.lastUse.Load()))

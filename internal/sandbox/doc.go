@@ -32,55 +32,44 @@
 //     rlimits bound files and core dumps, and the jail dies with warden
 //     (--die-with-parent, pid namespace, cgroup kill).
 //
-// A long-running warden serve offers its workers to the user's other
-// warden processes (warden exec, warden sandbox status) on a control
-// socket (control.go): HTTP over a unix socket in a 0700 directory of the
-// user, each connection admitted only if SO_PEERCRED shows the server's uid
-// and a process in the server's user namespace. A jailed command has a
-// user namespace of its own, so it is refused even where it can see the
-// socket; commands sent there run through the same worker, in the jail.
-//
 // Inside the jail the worker still opens the workspace through
 // internal/workspace, so confinement, masks and protected paths hold for
 // file operations even if a mount were wrong, and Landlock
 // (internal/sandbox/landlock, when built in) is a further layer.
 //
 // A [sandbox] section that is invalid or names something unknown runs in
-// lockdown; a backend that cannot start (modal always) and a
-// host without bubblewrap are errors. Nothing of a sandboxed workspace ever
-// runs unjailed.
+// lockdown; a backend this build does not have (modal) and a host without
+// bubblewrap are errors. Nothing of a sandboxed workspace ever runs
+// unjailed.
 //
-// # The docker backend
+// # The ssh backend
 //
-// backend = "docker" runs the same worker as the main process of one
-// container per workspace (`docker run -i --rm --init`, through the docker
-// CLI, so DOCKER_HOST and contexts apply), spoken to over the attached
-// stdin/stdout. The image (docker_image, user config) must provide glibc:
-// the warden binary is bind-mounted read-only and is dynamically linked; a
-// busybox-only or musl image fails at start with an error saying so. The
-// container has no network (--network none; network = true shares the
-// host's, never under lockdown), no capabilities, no-new-privileges, a
-// Docker seccomp profile converted from the same rule table, a read-only
-// root with tmpfs /tmp and HOME, --pids-limit and --memory (memory_mb,
-// default 2048 MiB), the environment of JailEnv only, masks as read-only
-// empty bind mounts, protected paths read-only, and runs as the workspace
-// owner's uid:gid (a workspace owned by root is refused). The Docker socket
-// is never mounted. Containers are labelled warden.workspace and with the
-// owning warden's boot id, pid and start time: a reaper process removes the
-// container when warden dies, and a container whose warden is gone is
-// removed at the next start. A missing client, an unreachable daemon, a
-// missing image or no docker_image is an error wrapping
-// ErrBackendUnavailable.
+// backend = "ssh" runs the same jail on another host: one SSH connection
+// (golang.org/x/crypto/ssh) per workspace, on which `warden worker --jail`
+// builds the bubblewrap jail there, with the session's stdin and stdout as
+// the worker's. The remote host must have warden and bubblewrap (a host
+// without bwrap is refused, never used unjailed) and the workspace already
+// at remote_path. It also guards against:
 //
-// Known differences from the local backend: libseccomp (through runc)
-// keeps one comparison per argument, so personality is denied for every
-// value but the query 0xffffffff (PER_LINUX too); a foreign-ABI system call
-// kills the calling thread rather than the process; system calls libseccomp
-// does not know (open_tree_attr with Debian 12's libseccomp 2.5.4) are
-// dropped from the profile by runc and so not denied; RLIMIT_NPROC counts
-// the owner's processes on the whole host (the pids limit is what bounds
-// the container); the image's own ENV and /etc are the image's; the daemon
-// must be on this machine, since the workspace is bind-mounted.
+//   - a host that is not the one configured: its key must be in known_hosts
+//     (strict: an unknown, changed or revoked key is refused, never accepted
+//     on first use; the key types negotiated are those on file);
+//   - a private key others can read: an identity_file accessible by group
+//     or others is refused, as ssh does (or the ssh agent is used);
+//   - a dead or dropped connection: keepalives close a connection that stops
+//     answering; requests in flight fail with ErrWorkerGone and are never
+//     sent again (a command may have run once, never twice), and the next
+//     request connects anew. When the session ends, the remote warden
+//     (PR_SET_PDEATHSIG on sshd) kills its jail, which bwrap's
+//     --die-with-parent and pid namespace take down whole;
+//   - the host's environment: only JailEnv's allowlisted, non-secret
+//     variables of the local host travel, and none of the ssh session's.
+//
+// Not covered: the remote host itself (its root, its sshd, its warden binary
+// are trusted as the local ones are); syncing the workspace (it must be
+// there); paths in answers (dirpath) are the remote host's, so with a
+// remote_path other than the local path they name remote locations; the
+// masks and rw_paths/ro_paths resolve on the remote host.
 //
 // # Non-goals and known limits
 //
@@ -93,9 +82,6 @@
 //     reads an empty file as absent).
 //   - Kernel bugs, side channels and denial of service through memory or
 //     CPU are not covered; run warden in a VM for that.
-//   - The control socket trusts every process of the user outside a jail
-//     (the same trust as the user's shell); a command sent through it runs
-//     with the environment of serve's worker, not of the caller.
 //   - The worker protocol trusts its peer's framing (it is warden's own
 //     child), but not its content: every request is bounded and checked.
 package sandbox

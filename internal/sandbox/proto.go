@@ -39,7 +39,53 @@ const (
 	OpRemove    = "remove"
 	OpMkdir     = "mkdir"
 	OpRename    = "rename"
+	// Streams (see stream.go): spawn starts a long-lived process whose
+	// stdin and stdout cross the protocol in chunks.
+	OpSpawn = "spawn"
+	OpStdin = "stdin"
+	OpAck   = "ack"
+	OpKill  = "kill"
 )
+
+// Events a worker sends about a stream, unasked: a Response line with ID 0,
+// Stream set and Event naming what happened.
+const (
+	// EventStdout carries a chunk of the process's stdout in Data (at most
+	// StreamChunk bytes).
+	EventStdout = "stdout"
+	// EventExit is the stream's last line: the process ended (and its stdout
+	// was sent whole, or dropped after a kill); Exit holds its status.
+	EventExit = "exit"
+)
+
+// # Streams
+//
+// Besides request and response, the protocol carries long-lived processes
+// (a stdio MCP server in the jail):
+//
+//   - spawn (argv, cwd, env as for exec; no shell) starts the process in its
+//     own process group and answers {"stream": ID}, where ID is the spawn
+//     request's own id. Its stderr goes to the worker's stderr, which the
+//     host logs. At most MaxStreams streams live at once.
+//   - stdin (stream, data of at most StreamChunk bytes, eof) writes to the
+//     process's stdin and is answered once written, so a client that waits
+//     for the answer before its next write never makes the worker buffer
+//     more than one chunk (a process that does not read its stdin blocks the
+//     writer, not the worker). At most StreamStdinQueue writes of one stream
+//     may wait; more are refused.
+//   - The worker sends stdout as events ({"id":0,"stream":ID,"event":"stdout",
+//     "data":…}, chunks of at most StreamChunk bytes) and stops reading the
+//     process's stdout once StreamWindow bytes are unacknowledged: the
+//     process then blocks on its own pipe. ack (stream, ack: bytes consumed)
+//     gives the window back.
+//   - kill (stream) kills the process group; what it still writes is dropped.
+//   - The last line of a stream is {"id":0,"stream":ID,"event":"exit",
+//     "exit":N}, after every stdout event of it. A stream is also killed when
+//     the worker's input ends (the client closed it or died) and, with the
+//     whole jail, when the worker is reset.
+//
+// Events and responses share the worker's output: a client reads them in
+// one loop and must never block that loop on a stream's consumer.
 
 // Request is one line from the client to the worker. ID is chosen by the
 // client (non-zero, unique among its requests in flight); the worker echoes
@@ -67,6 +113,16 @@ type Request struct {
 	Env            []string `json:"env,omitempty"`
 	TimeoutMS      int64    `json:"timeout_ms,omitempty"`
 	MaxOutputLines int      `json:"max_output_lines,omitempty"`
+
+	// Stream names the stream of stdin, ack and kill (the id of the spawn
+	// request that started it).
+	Stream uint64 `json:"stream,omitempty"`
+	// EOF, on stdin, closes the process's stdin after Data is written.
+	EOF bool `json:"eof,omitempty"`
+	// Ack, on ack, is how many bytes of the stream's stdout the client has
+	// consumed since its last ack: the worker sends at most StreamWindow
+	// bytes ahead of what was acknowledged.
+	Ack int64 `json:"ack,omitempty"`
 }
 
 // Response is one line from the worker to the client: OK with the fields of
@@ -83,6 +139,12 @@ type Response struct {
 	// Path is the answer to dirpath: the directory's path in the jail,
 	// which is also its host path (the workspace is bound at its own path).
 	Path string `json:"path,omitempty"`
+	// Stream is the stream a spawn started, or the stream of an event.
+	Stream uint64 `json:"stream,omitempty"`
+	// Event is set on an event line (ID 0): EventStdout or EventExit.
+	Event string `json:"event,omitempty"`
+	// Exit is the exit status of EventExit (128+n for a signal).
+	Exit *int `json:"exit,omitempty"`
 }
 
 // Hello is the answer to ping: what the worker knows about its own jail.
@@ -133,6 +195,7 @@ const (
 	KindReadOnly   = "read_only"
 	KindBadRequest = "bad_request"
 	KindExec       = "exec"
+	KindClosed     = "closed" // a stream's process no longer reads its stdin
 	KindOther      = "other"
 )
 
@@ -170,6 +233,7 @@ var kindSentinels = []struct {
 	{KindNotExist, syscall.ENOENT},
 	{KindExist, syscall.EEXIST},
 	{KindPermission, syscall.EACCES},
+	{KindClosed, ErrProcessExited},
 }
 
 // errorKind classifies err for the wire.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sync"
 	"time"
@@ -37,6 +38,15 @@ type Server struct {
 	Hello Hello
 	// MaxInFlight bounds concurrent requests (default 32).
 	MaxInFlight int
+	// Streams allows spawn (long-lived processes whose stdin and stdout
+	// cross the protocol, see stream.go); false refuses it.
+	Streams bool
+	// StreamStderr receives the stderr of spawned processes (nil: discarded).
+	StreamStderr *os.File
+
+	// testOnlySpawnExe, when set, is run in place of every spawned program.
+	testOnlySpawnExe string
+	streams          streamTable
 }
 
 // DefaultExecTimeout and MaxExecTimeout bound exec requests.
@@ -59,6 +69,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lineWriter{w: bufio.NewWriter(out)}
 	br := bufio.NewReaderSize(in, 64<<10)
 	var wg sync.WaitGroup
+	// On the way out: let the requests read finish (a spawn among them
+	// starts its stream), kill every stream, then wait for their last lines.
+	defer s.streams.wait()
+	defer s.streams.stop()
 	defer wg.Wait()
 	for {
 		line, tooLong, err := readLine(br, MaxLineBytes)
@@ -80,6 +94,13 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			w.write(bad)
 			continue
 		}
+		if resp, ok := s.streamOp(req); ok {
+			// stdin, ack and kill never block: served here, in order.
+			if resp != nil {
+				w.write(resp)
+			}
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -89,6 +110,10 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if req.Op == OpSpawn {
+				s.spawn(req, w)
+				return
+			}
 			w.write(s.handle(ctx, req))
 		}()
 	}

@@ -224,27 +224,56 @@ func FuzzWorkerProtocol(f *testing.F) {
 		`{"id":8,"op":"stat","path":".env"}`,
 		`{"id":9,"op":"mkdir","path":".git/hooks/x"}`,
 		`{"id":1e999}`, `{"id":"1"}`, `[]`, `null`, "\x00\xff", `{"id":1,"op":"remove","path":"."}`,
+		// Streams: the spawned program is always cat, without arguments.
+		`{"id":10,"op":"spawn","argv":["cat"]}` + "\n" + `{"id":11,"op":"stdin","stream":10,"data":"aGk=","eof":true}`,
+		`{"id":10,"op":"spawn","argv":["x"],"cwd":"../.."}`,
+		`{"id":10,"op":"spawn","argv":["x"]}` + "\n" + `{"id":10,"op":"spawn","argv":["x"]}`,
+		`{"id":10,"op":"spawn","argv":["x"]}` + "\n" + `{"id":11,"op":"ack","stream":10,"ack":65536}` + "\n" + `{"id":12,"op":"kill","stream":10}`,
+		`{"id":10,"op":"spawn","argv":["x"]}` + "\n" + `{"id":11,"op":"stdin","stream":10,"data":"aGk="}` + "\n" + `{"id":12,"op":"stdin","stream":10,"eof":true}`,
+		`{"id":13,"op":"stdin","stream":0}`, `{"id":14,"op":"ack","stream":1,"ack":-1}`, `{"id":15,"op":"kill"}`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		root := testRoot(t, map[string]string{"a.txt": "A", ".env": "S"})
-		s := &Server{Root: root}
+		s := &Server{Root: root, Streams: true, testOnlySpawnExe: "/bin/cat"}
 		var out bytes.Buffer
 		in := line + "\n" + `{"id":424242,"op":"ping"}` + "\n"
 		if err := s.Serve(context.Background(), strings.NewReader(in), &out); err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
 		sawPing := false
-		for _, l := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")) {
-			var r Response
-			dec := json.NewDecoder(bytes.NewReader(l))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&r); err != nil {
-				t.Fatalf("malformed response %q: %v", l, err)
+		// Each stream: its spawn answer, then stdout events, then one exit.
+		const started, ended = 1, 2
+		streams := map[uint64]int{}
+		for _, r := range decodeLines(t, out.Bytes()) {
+			if r.Event != "" {
+				if r.ID != 0 || r.OK || r.Error != nil || streams[r.Stream] != started {
+					t.Fatalf("event %+v out of place (stream state %d)", r, streams[r.Stream])
+				}
+				switch r.Event {
+				case EventStdout:
+					if len(r.Data) > StreamChunk {
+						t.Fatalf("stdout event of %d bytes", len(r.Data))
+					}
+				case EventExit:
+					if r.Exit == nil {
+						t.Fatal("exit event without a status")
+					}
+					streams[r.Stream] = ended
+				default:
+					t.Fatalf("unknown event %q", r.Event)
+				}
+				continue
 			}
 			if r.OK == (r.Error != nil) {
-				t.Fatalf("response is neither ok nor an error: %q", l)
+				t.Fatalf("response is neither ok nor an error: %+v", r)
+			}
+			if r.OK && r.Stream != 0 {
+				if r.Stream != r.ID || streams[r.ID] != 0 {
+					t.Fatalf("spawn answer %+v for a stream in state %d", r, streams[r.ID])
+				}
+				streams[r.ID] = started
 			}
 			if r.ID == 424242 {
 				sawPing = r.OK
@@ -252,6 +281,11 @@ func FuzzWorkerProtocol(f *testing.F) {
 		}
 		if !sawPing {
 			t.Fatalf("the server stopped answering after %q", line)
+		}
+		for id, state := range streams {
+			if state != ended {
+				t.Fatalf("stream %d has no exit event", id)
+			}
 		}
 		if b, err := os.ReadFile(filepath.Join(root.Dir(), ".env")); err != nil || string(b) != "S" {
 			t.Fatalf(".env changed: %q %v", b, err)

@@ -80,7 +80,7 @@ func ServeWorker(ctx context.Context, specJSON string, in io.Reader, out io.Writ
 	hello.Seccomp, hello.NoNewPrivs = selfSeccomp()
 	s := &Server{
 		Root: root, Runner: newRunner(root.Dir()), Env: os.Environ(),
-		Hello: hello,
+		Hello: hello, Streams: true, StreamStderr: os.Stderr,
 	}
 	return s.Serve(ctx, in, out)
 }

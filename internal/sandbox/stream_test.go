@@ -1,0 +1,457 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func spawn(t *testing.T, w *Worker, argv ...string) *Process {
+	t.Helper()
+	p, err := w.Spawn(t.Context(), argv, "", nil)
+	if err != nil {
+		t.Fatalf("Spawn %q: %v", argv, err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func TestStreamEcho(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	p := spawn(t, w, "cat")
+	in := []byte("hello from the host\n")
+	if _, err := p.Stdin().Write(in); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(in))
+	if _, err := io.ReadFull(p.Stdout(), got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, in) {
+		t.Fatalf("echo: got %q, want %q", got, in)
+	}
+	// Closing stdin is EOF for the process: cat exits 0, stdout ends.
+	if err := p.Stdin().Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := io.ReadAll(p.Stdout()); err != nil || len(rest) != 0 {
+		t.Fatalf("after EOF: %q %v", rest, err)
+	}
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("exit: %d %v", code, err)
+	}
+	if _, err := p.Stdin().Write([]byte("x")); err == nil {
+		t.Fatal("a write after closing stdin succeeded")
+	}
+}
+
+func TestStreamExitCodes(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	for _, tc := range []struct {
+		argv []string
+		code int
+		out  string
+	}{
+		{[]string{"true"}, 0, ""},
+		{[]string{"sh", "-c", "echo out; exit 3"}, 3, "out\n"},
+		{[]string{"sh", "-c", "kill -9 $$"}, 137, ""},
+		// Only the process's stdout is the stream; its stderr is logged.
+		{[]string{"sh", "-c", "echo err >&2; pwd"}, 0, "WS\n"},
+	} {
+		t.Run(strings.Join(tc.argv, " "), func(t *testing.T) {
+			p := spawn(t, w, tc.argv...)
+			out, err := io.ReadAll(p.Stdout())
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, err := p.Wait()
+			want := strings.ReplaceAll(tc.out, "WS", w.Info().Workspace)
+			if code != tc.code || err != nil || string(out) != want {
+				t.Fatalf("got exit %d %v output %q, want %d %q", code, err, out, tc.code, want)
+			}
+		})
+	}
+	if _, err := w.Spawn(t.Context(), []string{"no-such-program"}, "", nil); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("missing program: %v", err)
+	}
+	// The working directory is confined like exec's.
+	if _, err := w.Spawn(t.Context(), []string{"true"}, "../..", nil); err == nil {
+		t.Error("spawn ran with a working directory outside the workspace")
+	}
+}
+
+func TestStreamManyConcurrent(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	const n = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := w.Spawn(t.Context(), []string{"cat"}, "", nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer p.Close()
+			data := make([]byte, 200_000+i*1000)
+			rand.Read(data)
+			go func() {
+				p.Stdin().Write(data)
+				p.Stdin().Close()
+			}()
+			got, err := io.ReadAll(p.Stdout())
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !bytes.Equal(got, data) {
+				errs <- fmt.Errorf("stream %d: got %d bytes back, want %d (equal: false)", i, len(got), len(data))
+			}
+			if code, err := p.Wait(); code != 0 || err != nil {
+				errs <- fmt.Errorf("stream %d: exit %d %v", i, code, err)
+			}
+		}()
+	}
+	// Ordinary requests are served while the streams run.
+	for range 20 {
+		if _, err := w.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestStreamBackpressure: a process writing 50 MB while the host reads
+// slowly is blocked on its pipe; the worker never holds more than a window.
+func TestStreamBackpressure(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	const total = 50_000_000
+	p := spawn(t, w, "head", "-c", strconv.Itoa(total), "/dev/zero")
+	time.Sleep(700 * time.Millisecond) // the host reads nothing meanwhile
+	p.mu.Lock()
+	held := len(p.buf)
+	p.mu.Unlock()
+	if held > StreamWindow+StreamChunk {
+		t.Fatalf("the host holds %d unread bytes, more than the window", held)
+	}
+	// The producer is asleep writing to its full pipe.
+	if w.cg != nil {
+		blocked := false
+		for _, pid := range w.cg.pids() {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+			if bytes.HasPrefix(cmd, []byte("head\x00")) {
+				blocked = strings.Contains(string(wchan), "pipe_w") // pipe_write, anon_pipe_write, pipe_wait
+				if !blocked {
+					t.Errorf("the producer is in %q, not blocked on its pipe", wchan)
+				}
+			}
+		}
+		if !blocked {
+			t.Errorf("no blocked producer among %v", w.cg.pids())
+		}
+	}
+	rss0 := workerRSS(t, w)
+	maxRSS := rss0
+	var got int64
+	buf := make([]byte, 16<<10)
+	for i := 0; ; i++ {
+		n, err := p.Stdout().Read(buf)
+		got += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%256 == 0 {
+			time.Sleep(2 * time.Millisecond) // a slow reader
+			maxRSS = max(maxRSS, workerRSS(t, w))
+		}
+	}
+	if got != total {
+		t.Fatalf("read %d bytes, want %d", got, total)
+	}
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("exit %d %v", code, err)
+	}
+	t.Logf("worker RSS %d KiB before reading, at most %d KiB while 50 MB went through", rss0>>10, maxRSS>>10)
+	if rss0 > 0 && maxRSS > rss0+16<<20 {
+		t.Errorf("worker RSS grew from %d KiB to %d KiB: it buffers the stream", rss0>>10, maxRSS>>10)
+	}
+}
+
+// workerRSS is the resident size of the jail's `warden worker` process (0
+// without a cgroup to find it in).
+func workerRSS(t *testing.T, w *Worker) int64 {
+	if w.cg == nil {
+		return 0
+	}
+	for _, pid := range w.cg.pids() {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if !isWorker(cmd) {
+			continue
+		}
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		for l := range strings.Lines(string(st)) {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	t.Fatal("no worker process in the jail's cgroup")
+	return 0
+}
+
+func isWorker(cmdline []byte) bool {
+	return bytes.HasPrefix(cmdline, []byte(JailExe+"\x00worker\x00--spec\x00"))
+}
+
+// jailPIDs lists the processes of the jail other than bwrap and the worker.
+func jailPIDs(w *Worker) []string {
+	var out []string
+	for _, pid := range w.cg.pids() {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		argv0, _, _ := bytes.Cut(cmd, []byte{0})
+		if len(cmd) == 0 || isWorker(cmd) || filepath.Base(string(argv0)) == "bwrap" {
+			continue
+		}
+		out = append(out, string(bytes.ReplaceAll(bytes.TrimRight(cmd, "\x00"), []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+func TestStreamKilledOnClose(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	if w.cg == nil {
+		t.Skip("skipping: no pids cgroup to count the jail's processes")
+	}
+	for _, how := range []string{"close", "stdout-close", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			// A child in the background and one that left the group.
+			p := spawn(t, w, "sh", "-c", "sleep 1000 & setsid sleep 1001 & echo up; sleep 1002")
+			line := make([]byte, 3)
+			if _, err := io.ReadFull(p.Stdout(), line); err != nil {
+				t.Fatal(err)
+			}
+			if got := jailPIDs(w); len(got) < 3 {
+				t.Fatalf("jail processes: %q", got)
+			}
+			switch how {
+			case "close":
+				p.Close()
+			case "stdout-close":
+				p.Stdout().Close()
+			case "kill":
+				p.Kill()
+			}
+			code, err := p.Wait()
+			if code != 137 || err != nil {
+				t.Errorf("exit %d %v, want 137", code, err)
+			}
+			// setsid's sleep left the group: it is not the stream's to kill,
+			// but it dies with the worker (below).
+			var left []string
+			for _, c := range jailPIDs(w) {
+				if c != "sleep 1001" {
+					left = append(left, c)
+				}
+			}
+			if len(left) > 0 {
+				t.Errorf("left behind: %q", left)
+			}
+		})
+	}
+	// A worker reset (here: the worker killed) ends its streams.
+	p := spawn(t, w, "sleep", "1000")
+	w.kill()
+	if _, err := p.Wait(); !errors.Is(err, ErrWorkerGone) {
+		t.Fatalf("after a reset: %v, want ErrWorkerGone", err)
+	}
+	if _, err := p.Stdin().Write([]byte("x")); err == nil {
+		t.Fatal("write to a process of a dead worker succeeded")
+	}
+}
+
+// TestStreamWorkerCloseEndsStreams: closing the worker's input (warden
+// closing the worker) kills its streams, also the ones left behind.
+func TestStreamWorkerCloseEndsStreams(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	if w.cg == nil {
+		t.Skip("skipping: no pids cgroup to count the jail's processes")
+	}
+	cg := w.cg
+	p := spawn(t, w, "sh", "-c", "setsid sleep 1001 & sleep 1000")
+	w.Close()
+	// The exit line (137) may beat the worker's end (ErrWorkerGone).
+	if code, err := p.Wait(); code != 137 && !errors.Is(err, ErrWorkerGone) {
+		t.Errorf("stream ended with %d %v", code, err)
+	}
+	var pids []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if pids = cg.pids(); len(pids) == 0 {
+			return
+		}
+	}
+	t.Fatalf("processes left after the worker closed: %v", pids)
+}
+
+// TestStreamStdinNotRead: a process that never reads its stdin blocks the
+// host's write, not the worker.
+func TestStreamStdinNotRead(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	p := spawn(t, w, "sleep", "1000")
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := p.Stdin().Write(make([]byte, 4<<20))
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		t.Fatalf("4 MiB went into a process that reads nothing: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if _, err := w.Ping(t.Context()); err != nil {
+		t.Fatalf("worker stuck behind a blocked stdin: %v", err)
+	}
+	res := run(t, w, "echo still serving")
+	if res.Output != "still serving\n" {
+		t.Fatalf("exec while a stdin write blocks: %q", res.Output)
+	}
+	p.Kill()
+	select {
+	case err := <-wrote:
+		if !errors.Is(err, ErrProcessExited) {
+			t.Fatalf("blocked write after kill: %v, want ErrProcessExited", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the blocked write did not end with the process")
+	}
+}
+
+// TestStreamIdleWorkerKept: a worker with a live stream is not reaped.
+func TestStreamIdleWorkerKept(t *testing.T) {
+	w, _ := startJail(t, nil, nil, nil)
+	p := spawn(t, w, "cat")
+	w.lastUse.Store(time.Now().Add(-time.Hour).UnixNano())
+	if idle := w.idleFor(); idle != 0 {
+		t.Fatalf("a worker with a live stream is idle for %v", idle)
+	}
+	p.Close()
+	w.lastUse.Store(time.Now().Add(-time.Hour).UnixNano())
+	if idle := w.idleFor(); idle < time.Minute {
+		t.Fatalf("idle %v after the stream ended", idle)
+	}
+}
+
+// TestStreamProtocolRefusals drives the worker side directly with the
+// requests a broken or hostile client could send.
+func TestStreamProtocolRefusals(t *testing.T) {
+	t.Parallel()
+	root := testRoot(t, map[string]string{"a.txt": "A"})
+	big := strings.Repeat("A", (StreamChunk+3)/3*4+4)
+	in := strings.Join([]string{
+		`{"id":1,"op":"spawn","argv":["cat"]}`,
+		`{"id":2,"op":"spawn","argv":["cat"]}`,
+		`{"id":3,"op":"stdin","stream":99,"data":"aGk="}`,
+		`{"id":4,"op":"ack","stream":1,"ack":-5}`,
+		`{"id":5,"op":"stdin","stream":1,"data":"` + big + `"}`,
+		`{"id":6,"op":"spawn","shell":"cat"}`,
+		`{"id":7,"op":"kill","stream":7}`,
+	}, "\n") + "\n"
+	for _, tc := range []struct {
+		name    string
+		streams bool
+		want    map[uint64]string
+	}{
+		{"refused", false, map[uint64]string{1: "spawn is not available", 2: "spawn is not available", 3: "no stream 99",
+			4: "no stream 1", 5: "no stream 1", 6: "spawn is not available", 7: "no stream 7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{Root: root, Streams: tc.streams}
+			var out bytes.Buffer
+			if err := s.Serve(context.Background(), strings.NewReader(in), &out); err != nil {
+				t.Fatal(err)
+			}
+			got := map[uint64]string{}
+			for _, r := range decodeLines(t, out.Bytes()) {
+				if r.Error != nil {
+					got[r.ID] = r.Error.Message
+				}
+			}
+			for id, want := range tc.want {
+				if !strings.Contains(got[id], want) {
+					t.Errorf("request %d: got %q, want %q", id, got[id], want)
+				}
+			}
+		})
+	}
+	// With streams: each refusal is about the request, not the worker.
+	s := &Server{Root: root, Streams: true, testOnlySpawnExe: "/bin/cat"}
+	var out bytes.Buffer
+	if err := s.Serve(context.Background(), strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[uint64]string{}
+	exits := 0
+	for _, r := range decodeLines(t, out.Bytes()) {
+		switch {
+		case r.Event == EventExit:
+			exits++
+		case r.Error != nil:
+			kinds[r.ID] = r.Error.Kind
+		case r.OK:
+			kinds[r.ID] = "ok"
+		}
+	}
+	want := map[uint64]string{1: "ok", 2: "ok", 3: KindNotExist, 6: KindBadRequest, 7: KindNotExist}
+	// 4 and 5 race the spawn of stream 1: refused either way.
+	delete(kinds, 4)
+	delete(kinds, 5)
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+	if exits != 2 {
+		t.Errorf("%d exit events, want 2 (every stream ends when the input does)", exits)
+	}
+}
+
+// decodeLines decodes the worker's output strictly: every line a response
+// or an event.
+func decodeLines(t testing.TB, out []byte) []Response {
+	t.Helper()
+	var rs []Response
+	for _, l := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var r Response
+		dec := json.NewDecoder(bytes.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("malformed line %q: %v", l, err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
