@@ -32,6 +32,14 @@
 //     rlimits bound files and core dumps, and the jail dies with warden
 //     (--die-with-parent, pid namespace, cgroup kill).
 //
+// A long-running warden serve offers its workers to the user's other
+// warden processes (warden exec, warden sandbox status) on a control
+// socket (control.go): HTTP over a unix socket in a 0700 directory of the
+// user, each connection admitted only if SO_PEERCRED shows the server's uid
+// and a process in the server's user namespace. A jailed command has a
+// user namespace of its own, so it is refused even where it can see the
+// socket; commands sent there run through the same worker, in the jail.
+//
 // Inside the jail the worker still opens the workspace through
 // internal/workspace, so confinement, masks and protected paths hold for
 // file operations even if a mount were wrong, and Landlock
@@ -82,6 +90,9 @@
 //     reads an empty file as absent).
 //   - Kernel bugs, side channels and denial of service through memory or
 //     CPU are not covered; run warden in a VM for that.
+//   - The control socket trusts every process of the user outside a jail
+//     (the same trust as the user's shell); a command sent through it runs
+//     with the environment of serve's worker, not of the caller.
 //   - The worker protocol trusts its peer's framing (it is warden's own
 //     child), but not its content: every request is bounded and checked.
 package sandbox
