@@ -127,6 +127,19 @@ func dockerProbe(args []string) string {
 		case <-time.After(2 * time.Second):
 			return "thread killed"
 		}
+	case "alloc":
+		// Allocate and touch N MiB.
+		var n int
+		fmt.Sscan(args[1], &n)
+		keep := make([][]byte, 0, n)
+		for range n {
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+		}
+		return fmt.Sprintf("allocated %d MiB", len(keep))
 	case "connect":
 		c, err := net.DialTimeout("tcp", args[1], 3*time.Second)
 		if err != nil {
@@ -789,6 +802,21 @@ func TestDocker(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, "src/a.go")); string(b) != "package a\n" {
 			t.Errorf("src/a.go changed: %q", b)
+		}
+	})
+
+	t.Run("memory limit", func(t *testing.T) {
+		w, _ := d.start(t, &config.Sandbox{Enabled: true, MemoryMB: 96}, nil, nil)
+		if res := probe(t, w, "alloc", "16"); strings.TrimSpace(res.Output) != "allocated 16 MiB" {
+			t.Fatalf("a small allocation failed: %q (exit %d)", res.Output, res.ExitCode)
+		}
+		res := probe(t, w, "alloc", "400")
+		if res.ExitCode == 0 || strings.Contains(res.Output, "allocated") {
+			t.Errorf("allocated 400 MiB under memory_mb = 96: %q (exit %d)", res.Output, res.ExitCode)
+		}
+		t.Logf("400 MiB under a 96 MiB limit: exit %d", res.ExitCode)
+		if _, err := w.Ping(context.Background()); err != nil {
+			t.Errorf("the worker did not survive its command's OOM kill: %v", err)
 		}
 	})
 
