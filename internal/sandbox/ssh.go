@@ -27,9 +27,10 @@ import (
 
 // The ssh backend: one persistent SSH connection per workspace, over which
 // `warden worker --jail` runs on the remote host. That process starts the
-// local (bubblewrap) backend there and relays the worker protocol between
-// the SSH session and the jailed worker (see ServeJail). The workspace must
-// already be present on the remote host, at remote_path.
+// local (bubblewrap) backend there with the session's stdin and stdout as
+// the jail's own, so the worker protocol passes straight through (see
+// ServeJail). The workspace must already be present on the remote host, at
+// remote_path.
 
 func init() {
 	backends[BackendSSH] = startSSH

@@ -125,6 +125,9 @@ PrintMotd no
 MaxStartups 100:30:200
 MaxSessions 100
 LogLevel INFO
+# bash skips the login user's ~/.bashrc (which may be slow, as with pyenv)
+# for commands run over ssh when SHLVL says it is not the first shell.
+SetEnv SHLVL=1
 %s`, d.port, dir, dir, dir, dir, penaltiesOff())
 		writeFile(t, filepath.Join(dir, "sshd_config"), conf, 0o600)
 		d.log = &logBuf{}

@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,9 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -69,18 +67,18 @@ func ParseJailSpec(s string) (*JailSpec, error) {
 }
 
 // ServeJail is `warden worker --jail` on an ssh backend's remote host: it
-// starts the local backend (bubblewrap) on workspaceDir with the spec's
-// settings, and relays the worker protocol between in/out (the ssh
-// session) and the jailed worker. The relay decodes each request and
-// gives it a fresh id towards the worker, so a request is forwarded
-// exactly once. It returns when in ends (the jail is stopped after the
-// requests in flight), or at once when ctx ends or its parent (sshd) dies.
-func ServeJail(ctx context.Context, workspaceDir, specJSON string, in io.Reader, out, errOut io.Writer) error {
+// starts the local backend (bubblewrap, seccomp, Landlock, pids cgroup) on
+// workspaceDir with the spec's settings, with in and out as the jail's own
+// stdin and stdout, so the worker protocol passes straight through between
+// the ssh session and the jailed worker: nothing is decoded, buffered or
+// re-sent here. It returns when the worker exits (the host closed the
+// session's input), or kills the jail at once when ctx ends or its parent
+// (sshd: the connection dropped) dies.
+func ServeJail(ctx context.Context, workspaceDir, specJSON string, in, out *os.File, errOut io.Writer) error {
 	spec, err := ParseJailSpec(specJSON)
 	if err != nil {
 		return err
 	}
-	// When sshd goes (the connection dropped), stop at once.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer stop()
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {
@@ -93,121 +91,64 @@ func ServeJail(ctx context.Context, workspaceDir, specJSON string, in io.Reader,
 	w, err := Start(ctx, &Options{
 		Workspace: workspaceDir, Sandbox: &spec.Sandbox, Mask: spec.Mask, Protected: spec.Protected,
 		EnvAllowlist: spec.EnvAllowlist, HostEnv: spec.Env, Logger: log,
+		stdio: &jailStdio{in: in, out: out},
 	})
 	if err != nil {
 		return err
 	}
-	r := &relay{w: w, out: bufio.NewWriter(out)}
-	return r.serve(ctx, in)
+	// The jail holds the session's input and output now; the worker ends
+	// when the host closes its input.
+	in.Close()
+	out.Close()
+	w.closing.Store(true)
+	select {
+	case <-w.Done():
+		w.cleanup()
+		if st := w.cmd.ProcessState; st == nil || !st.Success() {
+			return fmt.Errorf("the jailed worker failed (%v): %s", w.deadErr, w.deadMsg())
+		}
+		return nil
+	case <-ctx.Done():
+		w.kill()
+		<-w.Done()
+		w.cleanup()
+		return errors.New("the ssh session ended; the jail was killed")
+	}
 }
 
-type relay struct {
-	w   *Worker
-	omu sync.Mutex
-	out *bufio.Writer
-}
+// jailStdio is the stdin and stdout a passthrough jail inherits.
+type jailStdio struct{ in, out *os.File }
 
-// relayTimeout is the relay's own bound on a request: longer than any the
-// host sets, which resets the whole session first.
-const relayTimeout = MaxExecTimeout + 10*time.Minute
-
-func (r *relay) write(resp *Response) error {
-	line, err := json.Marshal(resp)
+// workerPipes connects the worker's stdin and stdout: pipes to this
+// process, or, for a passthrough jail, the files of o.stdio themselves
+// (stdout is then nil: nothing here reads it).
+func (o *Options) workerPipes(cmd *exec.Cmd) (io.WriteCloser, io.Reader, error) {
+	if o.stdio != nil {
+		cmd.Stdin, cmd.Stdout = o.stdio.in, o.stdio.out
+		return nopWriteCloser{}, nil, nil
+	}
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	r.omu.Lock()
-	defer r.omu.Unlock()
-	r.out.Write(line)
-	r.out.WriteByte('\n')
-	return r.out.Flush()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return stdin, stdout, nil
 }
 
-func (r *relay) serve(ctx context.Context, in io.Reader) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		br := bufio.NewReaderSize(in, 64<<10)
-		for {
-			line, tooLong, err := readLine(br, MaxLineBytes)
-			if err != nil {
-				readErr <- err
-				return
-			}
-			if tooLong {
-				r.write(&Response{Error: &WireError{Kind: KindTooLarge, Message: fmt.Sprintf("request line is longer than %d bytes", MaxLineBytes)}})
-				continue
-			}
-			select {
-			case lines <- line:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for {
-		select {
-		case <-ctx.Done():
-			// sshd is gone or the worker died: no graceful end.
-			r.w.kill()
-			<-r.w.Done()
-			wg.Wait()
-			return context.Cause(ctx)
-		case <-r.w.Done():
-			cancel(fmt.Errorf("the jailed worker exited: %s", r.w.deadMsg()))
-		case err := <-readErr:
-			// The host closed the session's input: finish what is in
-			// flight, then stop the jail (at once if sshd goes meanwhile).
-			done := make(chan struct{})
-			go func() { wg.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-ctx.Done():
-				r.w.kill()
-				<-done
-			}
-			r.w.Close()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("failed to read request: %w", err)
-		case line := <-lines:
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			req, bad := parseRequest(line)
-			if bad != nil {
-				if err := r.write(bad); err != nil {
-					cancel(err)
-				}
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				id := req.ID
-				resp, err := r.w.call(ctx, req, relayTimeout)
-				if resp == nil {
-					// No answer from the jail: the host must not take
-					// silence for one, so the session ends.
-					cancel(fmt.Errorf("request %d (%s): %w", id, req.Op, err))
-					return
-				}
-				resp.ID = id
-				if err := r.write(resp); err != nil {
-					cancel(err)
-				}
-			}()
-		}
-	}
+// passthrough finishes the start of a jail whose protocol another peer
+// speaks: there is no handshake here (the peer pings the worker, and the
+// ssh backend refuses a worker without its seccomp filter).
+func (w *Worker) passthrough(info Info) *Worker {
+	info.Started = time.Now()
+	w.info = info
+	w.touch()
+	return w
 }
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }

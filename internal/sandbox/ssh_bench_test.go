@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/internal/command"
+)
+
+// BenchmarkSSHExecTrue compares, per call of `true` on a remote host (an
+// sshd of the benchmark's own on loopback): the persistent ssh worker
+// (jailed there), a new session on one open connection, a new
+// x/crypto/ssh connection per call, and the OpenSSH client per call. The
+// last three run `true` unjailed. bench/ssh.sh prints the ratios.
+func BenchmarkSSHExecTrue(b *testing.B) {
+	d := startSSHD(b)
+	b.Run("worker", func(b *testing.B) {
+		w, err := Start(context.Background(), &Options{Workspace: b.TempDir(), Sandbox: d.sandbox(), StartTimeout: 30 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		r := w.Runner()
+		spec := command.Spec{Argv: []string{"/bin/true"}, Timeout: 10 * time.Second}
+		for b.Loop() {
+			if res, err := r.Run(context.Background(), spec); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	t, err := resolveSSH(d.sandbox(), b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("session-per-call", func(b *testing.B) {
+		c, err := t.dial(context.Background(), 10*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		for b.Loop() {
+			s, err := c.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Run("/bin/true"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("xcrypto-conn-per-call", func(b *testing.B) {
+		for b.Loop() {
+			c, err := t.dial(context.Background(), 10*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := c.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Run("/bin/true"); err != nil {
+				b.Fatal(err)
+			}
+			c.Close()
+		}
+	})
+	b.Run("openssh-per-call", func(b *testing.B) {
+		args := []string{"-p", fmt.Sprint(d.port), "-i", d.clientKey, "-o", "UserKnownHostsFile=" + d.knownHosts,
+			"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-F", "/dev/null",
+			"root@127.0.0.1", "/bin/true"}
+		for b.Loop() {
+			if out, err := exec.Command("ssh", args...).CombinedOutput(); err != nil {
+				b.Fatalf("ssh: %v\n%s", err, out)
+			}
+		}
+	})
+	b.Run("worker-cold-start", func(b *testing.B) {
+		dir := b.TempDir()
+		for b.Loop() {
+			w, err := Start(context.Background(), &Options{Workspace: dir, Sandbox: d.sandbox(), StartTimeout: 30 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			w.Close()
+			b.StartTimer()
+		}
+	})
+}
