@@ -230,13 +230,29 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 const (
 	tgApprove = "a"
 	tgDeny    = "d"
+	tgGrant   = "g" // approve, and allow the same call in the session for TelegramGrant
 )
 
-func tgKeyboard(id string) map[string]any {
-	return map[string]any{"inline_keyboard": [][]map[string]string{{
-		{"text": "✅ Approve", "callback_data": tgApprove + ":" + id},
-		{"text": "❌ Deny", "callback_data": tgDeny + ":" + id},
-	}}}
+// TelegramGrant is how long the "approve and allow" button allows the
+// exact same call in the same session (the broker caps it at
+// grant_max_minutes).
+const TelegramGrant = 15 * time.Minute
+
+// Granter approves with a grant (Broker.ApproveWithGrant); a Decider that
+// is also a Granter gets the "approve and allow" button.
+type Granter interface {
+	ApproveWithGrant(ctx context.Context, id, supervisor, reason string, d time.Duration) (*store.Approval, *store.Grant, error)
+}
+
+func tgKeyboard(p *Pending) map[string]any {
+	rows := [][]map[string]string{{
+		{"text": "✅ Approve", "callback_data": tgApprove + ":" + p.ID},
+		{"text": "❌ Deny", "callback_data": tgDeny + ":" + p.ID},
+	}}
+	if p.Session != "" { // a grant is scoped to a session
+		rows = append(rows, []map[string]string{{"text": "✅ Approve + allow this exact call for 15 min", "callback_data": tgGrant + ":" + p.ID}})
+	}
+	return map[string]any{"inline_keyboard": rows}
 }
 
 // Notify implements Channel: one message per supervisor chat, queued.
@@ -245,7 +261,7 @@ func (t *Telegram) Notify(_ context.Context, p *Pending) error {
 		" or /deny " + p.ID + " reason: …")
 	var errs []error
 	for _, chat := range t.chats {
-		params := map[string]any{"chat_id": chat, "text": text, "reply_markup": tgKeyboard(p.ID),
+		params := map[string]any{"chat_id": chat, "text": text, "reply_markup": tgKeyboard(p),
 			"link_preview_options": map[string]bool{"is_disabled": true}}
 		id := p.ID
 		errs = append(errs, t.box.enqueue(delivery{what: fmt.Sprintf("message for request %s to chat %d", p.ID, chat),
@@ -506,11 +522,31 @@ func (t *Telegram) handleCallback(ctx context.Context, d Decider, u *tgUpdate, c
 			map[string]any{"reply_markup": map[string]any{"force_reply": true, "input_field_placeholder": "reason for the denial"}})
 		return
 	}
-	msg, outcome := t.decide(ctx, d, id, sup, true, "")
+	var msg, outcome string
+	if action == tgGrant {
+		msg, outcome = t.grant(ctx, d, id, sup)
+	} else {
+		msg, outcome = t.decide(ctx, d, id, sup, true, "")
+	}
 	t.answerCallback(ctx, cb.ID, msg)
 	if outcome != "" {
 		t.settle(id, cb.Message, outcome)
 	}
+}
+
+// grant approves id with a TelegramGrant, when d can.
+func (t *Telegram) grant(ctx context.Context, d Decider, id, sup string) (answer, outcome string) {
+	g, ok := d.(Granter)
+	if !ok {
+		return "Grants are not available here; approve or deny.", ""
+	}
+	a, gr, err := g.ApproveWithGrant(ctx, id, sup, "approved from Telegram with a grant", TelegramGrant)
+	if err != nil {
+		return t.outcomeOf(nil, err, id, sup)
+	}
+	until := gr.ExpiresAt.UTC().Format("15:04 UTC")
+	return "Approved; the same call is allowed until " + until + ".",
+		"✅ Approved by " + a.DecidedBy + "; the same call in this session is allowed until " + until + " (grant " + gr.ID + ")."
 }
 
 // decide applies a decision and says what happened: the short answer for
@@ -518,6 +554,10 @@ func (t *Telegram) handleCallback(ctx context.Context, d Decider, u *tgUpdate, c
 // nothing changed that they should show).
 func (t *Telegram) decide(ctx context.Context, d Decider, id, sup string, approve bool, reason string) (answer, outcome string) {
 	a, err := d.Decide(ctx, id, sup, approve, reason)
+	return t.outcomeOf(a, err, id, sup)
+}
+
+func (t *Telegram) outcomeOf(a *store.Approval, err error, id, sup string) (answer, outcome string) {
 	var ce *store.ConflictError
 	switch {
 	case err == nil && a.State == store.Approved:
@@ -538,6 +578,8 @@ func (t *Telegram) decide(ctx context.Context, d Decider, id, sup string, approv
 	case errors.Is(err, ErrNotSupervisor):
 		t.o.Logger.Warn("telegram chat is not among the broker's supervisors", "supervisor", sup)
 		return "warden does not accept decisions from this chat here.", ""
+	case errors.Is(err, store.ErrGrantScope):
+		return "This request cannot get a grant (no session); approve or deny it.", ""
 	case errors.Is(err, ErrReasonRequired):
 		return "A denial needs a reason: /deny " + id + " reason: …", ""
 	default:
@@ -599,7 +641,7 @@ var (
 
 func parseTelegramCallback(data string) (action, id string, ok bool) {
 	action, id, ok = strings.Cut(data, ":")
-	if !ok || (action != tgApprove && action != tgDeny) || !tgIDPatt.MatchString(id) {
+	if !ok || (action != tgApprove && action != tgDeny && action != tgGrant) || !tgIDPatt.MatchString(id) {
 		return "", "", false
 	}
 	return action, id, true

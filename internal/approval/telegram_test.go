@@ -254,6 +254,45 @@ func TestTelegramApproveButton(t *testing.T) {
 	f.waitCall("editMessageText", func(p map[string]any) bool { return p["chat_id"] == float64(groupChat) })
 }
 
+// The "approve and allow" button approves and grants the exact same call
+// in the session: the identical call then runs without a message.
+func TestTelegramGrantButton(t *testing.T) {
+	t.Parallel()
+	f, b, _, s := tgSetup(t)
+	res := ask(b, t.Context(), lsReq)
+	id := pendingID(t, s)
+	p := f.waitCall("sendMessage", nil)
+	if kb, _ := json.Marshal(p["reply_markup"]); !strings.Contains(string(kb), `"callback_data":"g:`+id+`"`) {
+		t.Fatalf("no grant button: %s", kb)
+	}
+	f.push(callback(1, supChat, "private", supChat, "g:"+id))
+	if r := <-res; !r.out.Approved || r.out.By != "telegram:111" {
+		t.Fatalf("outcome %+v %v", r.out, r.err)
+	}
+	f.waitCall("answerCallbackQuery", textHas("the same call is allowed until"))
+	gs, err := b.Grants(t.Context())
+	if err != nil || len(gs) != 1 || gs[0].ApprovalID != id || gs[0].CreatedBy != "telegram:111" ||
+		gs[0].ExpiresAt.Sub(gs[0].CreatedAt) > TelegramGrant+time.Second {
+		t.Fatalf("grants %+v %v", gs, err)
+	}
+	sent := len(f.callsTo("sendMessage"))
+	out, err := b.Ask(t.Context(), lsReq)
+	if err != nil || !out.Approved {
+		t.Fatalf("the granted call: %+v %v", out, err)
+	}
+	if n := len(f.callsTo("sendMessage")); n != sent {
+		t.Errorf("the granted call was asked again (%d messages, had %d)", n, sent)
+	}
+	// Another session's identical call is asked: the grant is that narrow.
+	other := *lsReq
+	other.Session = "s2"
+	ctx, cancel := context.WithCancel(t.Context())
+	res2 := ask(b, ctx, &other)
+	f.waitCall("sendMessage", func(p map[string]any) bool { return len(f.callsTo("sendMessage")) > sent })
+	cancel()
+	<-res2
+}
+
 // Updates from anyone but a supervisor's own private chat are refused,
 // audited, and change nothing.
 func TestTelegramForgedUpdatesRefused(t *testing.T) {
@@ -502,7 +541,7 @@ func FuzzTelegramUpdate(f *testing.F) {
 		}
 		if u.CallbackQuery != nil {
 			if a, cid, ok := parseTelegramCallback(u.CallbackQuery.Data); ok {
-				if (a != tgApprove && a != tgDeny) || !tgIDPatt.MatchString(cid) {
+				if (a != tgApprove && a != tgDeny && a != tgGrant) || !tgIDPatt.MatchString(cid) {
 					t.Fatalf("callback %q parsed as %q %q", u.CallbackQuery.Data, a, cid)
 				}
 			}
