@@ -53,8 +53,9 @@
 //     that chat's own user (chat.id == from.id), as supervisor
 //     "telegram:<chat id>" (FromConfig adds these to the supervisors). A
 //     group in chat_ids is told but never decides. Any other update that
-//     tries to decide is refused, audited (auth_failure) and changes
-//     nothing. A denial needs a reason (`/deny ID reason: …`, or a reply to
+//     tries to decide is refused, audited (auth_failure; at most a few
+//     rows per chat per minute, so a flood cannot bloat the chain) and
+//     changes nothing. A denial needs a reason (`/deny ID reason: …`, or a reply to
 //     the question the Deny button asks). Updates are long-polled (no
 //     public URL); an update id already handled is ignored, and a decision
 //     is the store's conditional update, so a replay or a late press answers

@@ -76,6 +76,9 @@ type Telegram struct {
 	ring []int64             // seen, oldest first, bounded
 	next int64               // the next getUpdates offset
 
+	refusedAt time.Time     // start of the current refusal-audit window
+	refused   map[int64]int // refusals audited in that window, by chat
+
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -475,10 +478,32 @@ func (t *Telegram) supervisor(chat tgChat, from *tgUser) (string, bool) {
 	return TelegramSupervisor(chat.ID), true
 }
 
+// Refusals audited per chat per minute, and chats per minute: past these a
+// flood of forged updates is only logged, so it cannot bloat the audit
+// chain.
+const (
+	tgAuditPerChat = 5
+	tgAuditChats   = 256
+)
+
 func (t *Telegram) refuse(ctx context.Context, d Decider, u *tgUpdate, chat tgChat, from *tgUser, what string) {
 	var user int64
 	if from != nil {
 		user = from.ID
+	}
+	t.mu.Lock()
+	if now := time.Now(); now.Sub(t.refusedAt) > time.Minute || t.refused == nil {
+		t.refusedAt, t.refused = now, map[int64]int{}
+	}
+	n, known := t.refused[chat.ID]
+	audit := n < tgAuditPerChat && (known || len(t.refused) < tgAuditChats)
+	if audit {
+		t.refused[chat.ID] = n + 1
+	}
+	t.mu.Unlock()
+	if !audit {
+		t.o.Logger.Debug("refused a telegram update (audit rate-limited)", "chat", chat.ID, "user", user, "what", what)
+		return
 	}
 	d.AuditAuthFailure(ctx, http.StatusForbidden, fmt.Sprintf("telegram %s (update %d) from chat %d (%s) user %d refused: not a configured supervisor's private chat",
 		what, u.UpdateID, chat.ID, Printable(chat.Type, 20), user))

@@ -328,6 +328,21 @@ func TestTelegramForgedUpdatesRefused(t *testing.T) {
 			t.Errorf("forged button answered %q", c.Params["text"])
 		}
 	}
+	// A flood from one chat is refused throughout but audited only a few
+	// times a minute.
+	var flood []string
+	for i := range int64(50) {
+		flood = append(flood, message(100+i, 333, "private", 333, "/approve "+id))
+	}
+	f.push(flood...)
+	f.waitCall("getUpdates", func(p map[string]any) bool { return p["offset"] == float64(150) })
+	rows, _ = s.Audit(t.Context(), store.AuditFilter{Event: "auth_failure"})
+	if got := len(rows) - len(forged); got != tgAuditPerChat {
+		t.Errorf("a flood of 50 forged updates made %d audit rows, want %d", got, tgAuditPerChat)
+	}
+	if a, _ := s.Get(t.Context(), id); a.State != store.Pending {
+		t.Errorf("decided by the flood: %s", a.State)
+	}
 	cancel()
 	<-res
 }
