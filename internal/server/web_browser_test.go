@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -437,4 +438,75 @@ func writeAtomic(name string, data []byte) error {
 	}
 	os.Chmod(tmp.Name(), 0o644)
 	return os.Rename(tmp.Name(), name)
+}
+
+// BenchmarkPageLatency measures, in headless chromium, the time from a
+// request being stored (an agent's supervised write_file through the
+// engine) to its card showing on the queue page, and from the click on
+// Approve (the form's submit event) to the waiting tool call returning;
+// both as wall-clock times on this machine. poll is the event stream's
+// store poll (100 ms is warden serve's default).
+//
+//	go test -run '^$' -bench PageLatency -benchtime 50x ./internal/server/
+func BenchmarkPageLatency(b *testing.B) {
+	for _, poll := range []time.Duration{100 * time.Millisecond, 10 * time.Millisecond} {
+		b.Run("poll="+poll.String(), func(b *testing.B) { benchLatency(b, poll) })
+	}
+}
+
+const installObserver = `(() => {
+	window.__seen = window.__seen || {};
+	const q = document.getElementById('queue');
+	new MutationObserver(() => {
+		const now = performance.timeOrigin + performance.now();
+		q.querySelectorAll('.card').forEach(c => { if (!(c.dataset.id in window.__seen)) window.__seen[c.dataset.id] = now; });
+	}).observe(q, {childList: true});
+	document.addEventListener('submit', () => sessionStorage.setItem('submitAt', String(performance.timeOrigin + performance.now())), true);
+	sessionStorage.removeItem('submitAt');
+	window.__page = true;
+	return true;
+})()`
+
+func benchLatency(b *testing.B, poll time.Duration) {
+	f := webFixture(b, poll)
+	ctx := newChrome(b, 1280, 900)
+	signInBrowser(b, ctx, f.srv.URL, aliceTok)
+	ag := newAgent(b, f.b, "bench")
+	var show, resume []time.Duration
+	for i := 0; b.Loop(); i++ {
+		waitJS(b, ctx, "the queue page", `!window.__page && document.getElementById('queue') && document.body.getAttribute('data-live') === 'on'`)
+		eval[bool](b, ctx, installObserver)
+		raw := fmt.Appendf(nil, `{"path":"f%d.txt","content":"x\n"}`, i)
+		done := make(chan time.Time, 1)
+		go func() {
+			if r := ag.eng.Call(context.Background(), "write_file", raw); !r.Success {
+				b.Errorf("approved call failed: %+v", r)
+			}
+			done <- time.Now()
+		}()
+		a := f.waitPending(b, 1)[0]
+		waitJS(b, ctx, "the card", `window.__seen['`+a.ID+`']`)
+		seen := eval[float64](b, ctx, `window.__seen['`+a.ID+`']`)
+		show = append(show, time.Duration(seen*1e6)-time.Duration(a.CreatedAt.UnixNano()))
+		step(b, ctx, "approve", chromedp.Click(chromedp.CSS(card(a.ID)+" form.approve button")))
+		var end time.Time
+		select {
+		case end = <-done:
+		case <-time.After(15 * time.Second):
+			b.Fatal("the approved call did not return")
+		}
+		waitJS(b, ctx, "the queue page after the approval", `!window.__page && sessionStorage.getItem('submitAt')`)
+		clicked := eval[float64](b, ctx, `Number(sessionStorage.getItem('submitAt'))`)
+		resume = append(resume, time.Duration(end.UnixNano())-time.Duration(clicked*1e6))
+	}
+	b.StopTimer()
+	report := func(name string, d []time.Duration) {
+		slices.Sort(d)
+		p := func(q float64) float64 { return float64(d[min(len(d)-1, int(q*float64(len(d))))]) / 1e6 }
+		b.ReportMetric(p(0.5), name+"-median-ms")
+		b.ReportMetric(p(0.99), name+"-p99-ms")
+	}
+	report("show", show)
+	report("resume", resume)
+	b.ReportMetric(0, "ns/op")
 }
