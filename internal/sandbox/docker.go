@@ -371,8 +371,9 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 		name:   "warden-" + hex.EncodeToString(sum[:4]) + "-" + hex.EncodeToString(rnd[:]),
 		stderr: &tailWriter{max: 8 << 10, log: log},
 	}
+	started := false // once the worker exists, its cleanup owns p
 	defer func() {
-		if err != nil && w == nil {
+		if err != nil && !started {
 			p.stopReaper()
 			os.RemoveAll(p.tmp)
 		}
@@ -496,7 +497,7 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 		return nil, fmt.Errorf("failed to start docker: %w", err)
 	}
 	p.cmd = cmd
-	w = newWorker(o, s, p, stdin)
+	w, started = newWorker(o, s, p, stdin), true
 	info := Info{
 		Workspace: ws, Backend: s.Backend, Lockdown: s.Lockdown, Forced: s.Forced, Network: network != "none",
 		Seccomp: "profile passed to docker", PidsMax: pidsMax, PID: cmd.Process.Pid, Masked: len(m.files) + len(m.dirs),
