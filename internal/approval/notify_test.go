@@ -3,9 +3,12 @@ package approval
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,4 +160,47 @@ func TestJitter(t *testing.T) {
 			t.Fatalf("jitter(1s) = %s", j)
 		}
 	}
+}
+
+// A chat webhook's URL is its secret: no failure log shows it, whether the
+// server answers an error or cannot be reached at all.
+func TestNotifyLogsNoWebhookURL(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusForbidden) }))
+	defer srv.Close()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	const secretPath = "/services/T000/B000/XsecretWebhookTokenX"
+	for _, base := range []string{srv.URL, closed} {
+		s, _ := NewSlack(base+secretPath, "", &NotifyOptions{Backoff: time.Millisecond, Attempts: 2, Logger: log})
+		s.Notify(t.Context(), hostileReq)
+		s.Close()
+	}
+	out := logs.String()
+	if !strings.Contains(out, "notification failed") || !strings.Contains(out, "403") || !strings.Contains(out, "connection refused") {
+		t.Errorf("failures not logged:\n%s", out)
+	}
+	if strings.Contains(out, "XsecretWebhookTokenX") {
+		t.Errorf("the webhook URL is in the log:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
