@@ -378,12 +378,25 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("phone width and screenshots", func(t *testing.T) {
 		goHome(t, ctx, base)
+		// Workspaces with short names, for the screenshots.
+		ws := func(name string) string {
+			dir, err := os.MkdirTemp("", name+"-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+		ag := newAgentIn(t, f.b, "sess-7f3a", ws("acme-api"))
+		if err := os.WriteFile(filepath.Join(ag.dir, "notes.txt"), []byte("alpha\nbeta\ngamma\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		var results []<-chan tools.Result
 		results = append(results, ag.call(t, "edit_file", map[string]string{"path": "notes.txt", "old_str": "beta\n", "new_str": "beta\nbeta-two\n"}))
 		f.waitPending(t, 1)
 		results = append(results, ag.call(t, "run_command", map[string]string{"command": "rm -rf build && make test | tee /tmp/test.log"}))
 		f.waitPending(t, 2)
-		other := newAgent(t, f.b, "sess-2")
+		other := newAgentIn(t, f.b, "sess-91c2", ws("billing"))
 		results = append(results, other.call(t, "write_file", map[string]string{"path": "src/server/config.go",
 			"content": "package server\n\n// Port is where the server listens.\nconst Port = 8443\n\nvar Debug = false\n"}))
 		pend := f.waitPending(t, 3)
@@ -414,10 +427,29 @@ func TestBrowser(t *testing.T) {
 			os.Remove(filepath.Join(*screenshots, "supervisor-queue-360.png"))
 		}
 		for _, a := range pend {
-			f.b.Decide(t.Context(), a.ID, "bob", false, "done")
+			f.b.Decide(t.Context(), a.ID, "bob", false, "not during the freeze")
 		}
 		for _, r := range results {
 			result(t, r)
+		}
+		step(t, ctx, "history", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(base+"/history?event=approval"),
+			chromedp.WaitVisible(chromedp.CSS("#chain")))
+		if txt := eval[string](t, ctx, `document.getElementById('chain').textContent`); !strings.Contains(txt, "Audit hash chain OK") {
+			t.Errorf("history chain status: %s", txt)
+		}
+		if n := eval[int](t, ctx, `document.querySelectorAll('table.history tbody tr').length`); n < 8 {
+			t.Errorf("history shows %d approval rows, want at least 8", n)
+		}
+		if *screenshots != "" {
+			c, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := writeAtomic(filepath.Join(*screenshots, "supervisor-history.png"), png); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

@@ -32,7 +32,12 @@ type agent struct {
 
 func newAgent(t testing.TB, b approval.Approver, session string) *agent {
 	t.Helper()
-	dir := t.TempDir()
+	return newAgentIn(t, b, session, t.TempDir())
+}
+
+// newAgentIn is newAgent with the workspace at dir.
+func newAgentIn(t testing.TB, b approval.Approver, session, dir string) *agent {
+	t.Helper()
 	cfg := config.Default()
 	root, err := workspace.Open(dir, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected})
 	if err != nil {

@@ -106,10 +106,19 @@
     }
   }
 
-  // resync re-reads the whole queue after the stream reconnects, since
-  // events sent while it was down are not replayed.
+  // resync re-reads the queue when the stream (re)connects: events sent
+  // before it connected, or while it was down, are not replayed. Cards
+  // already shown stay as they are (a reason being typed is kept); new
+  // ones are added and decided ones removed.
   function resync() {
-    if (!queue) return;
+    if (one) {
+      var id = one.getAttribute('data-id');
+      fragment('/cards/' + id + '?next=' + encodeURIComponent('/requests/' + id)).then(function (el) {
+        var cur = document.getElementById('req-' + id);
+        if (el && cur && el.getAttribute('data-state') !== cur.getAttribute('data-state')) { one.replaceChildren(el); tick(); }
+      });
+      return;
+    }
     fetch('/', { credentials: 'same-origin' }).then(function (r) {
       return r.ok ? r.text() : null;
     }).then(function (html) {
@@ -117,8 +126,15 @@
       var doc = new DOMParser().parseFromString(html, 'text/html');
       var fresh = doc.getElementById('queue');
       if (!fresh) return;
-      var cards = Array.prototype.map.call(fresh.querySelectorAll('.card'), function (c) { return document.adoptNode(c); });
-      queue.replaceChildren.apply(queue, cards);
+      var keep = {};
+      fresh.querySelectorAll('.card').forEach(function (c) {
+        var id = c.getAttribute('data-id');
+        keep[id] = true;
+        if (!document.getElementById('req-' + id)) queue.appendChild(document.adoptNode(c));
+      });
+      queue.querySelectorAll('.card').forEach(function (c) {
+        if (!keep[c.getAttribute('data-id')]) c.remove();
+      });
       updateCount();
       tick();
       refreshGrants();
@@ -128,7 +144,8 @@
   var es = new EventSource('/events');
   var opened = false;
   es.addEventListener('open', function () {
-    if (opened) { say('Reconnected.'); resync(); }
+    if (opened) say('Reconnected.');
+    resync();
     opened = true;
     document.body.setAttribute('data-live', 'on');
   });
