@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -585,4 +586,42 @@ func FuzzHistoryQuery(f *testing.F) {
 		}
 		q.match(&store.AuditRow{Time: time.Now()})
 	})
+}
+
+// TestWebTLSCookie: over TLS the session cookie is Secure, and an http://
+// origin posting to the https:// page is another origin.
+func TestWebTLSCookie(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	srv := httptest.NewTLSServer(f.srv.Config.Handler)
+	defer srv.Close()
+	b := newBrowser(t, &fixture{st: f.st, b: f.b, srv: srv})
+	b.c.Transport = srv.Client().Transport
+	_, page := b.do("GET", "/signin", nil, nil)
+	tok := hiddenCSRF.FindStringSubmatch(page)[1]
+	resp, _ := b.do("POST", "/signin", url.Values{"csrf": {tok}, "token": {aliceTok}}, nil)
+	var secure bool
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie {
+			secure = c.Secure && c.HttpOnly && c.SameSite == http.SameSiteStrictMode
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || !secure {
+		t.Fatalf("sign-in over TLS: %d, Secure HttpOnly SameSite=Strict cookie: %v", resp.StatusCode, secure)
+	}
+	_, page = b.do("GET", "/", nil, nil)
+	csrf := hiddenCSRF.FindStringSubmatch(page)[1]
+	id := f.newRequest(t)
+	u, _ := url.Parse(srv.URL)
+	r, _ := b.do("POST", "/requests/"+id+"/approve", url.Values{"csrf": {csrf}}, map[string]string{"Origin": "http://" + u.Host})
+	if r.StatusCode != http.StatusForbidden {
+		t.Errorf("http origin on the https page: %d", r.StatusCode)
+	}
+	r, _ = b.do("POST", "/requests/"+id+"/approve", url.Values{"csrf": {csrf}}, map[string]string{"Origin": srv.URL})
+	if r.StatusCode != http.StatusSeeOther {
+		t.Errorf("same origin: %d", r.StatusCode)
+	}
+	if a, _ := f.st.Get(t.Context(), id); a.State != store.Approved || a.DecidedBy != "alice" {
+		t.Errorf("request %s by %q", a.State, a.DecidedBy)
+	}
 }
