@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -38,6 +39,7 @@ func TestSSH(t *testing.T) {
 	t.Run("lockdown network", func(t *testing.T) { t.Parallel(); testSSHLockdownNetwork(t, d) })
 	t.Run("host keys", func(t *testing.T) { t.Parallel(); testSSHHostKeys(t, d) })
 	t.Run("client keys", func(t *testing.T) { t.Parallel(); testSSHClientKeys(t, d) })
+	t.Run("ssh agent", func(t *testing.T) { t.Parallel(); testSSHAgent(t, d) })
 	t.Run("remote refusals", func(t *testing.T) { t.Parallel(); testSSHRemoteRefusals(t, d) })
 	t.Run("dropped connection", func(t *testing.T) { t.Parallel(); testSSHDropped(t, d) })
 	t.Run("killing warden", func(t *testing.T) { t.Parallel(); testSSHKillWarden(t, d) })
@@ -111,6 +113,17 @@ func testSSHWorks(t *testing.T, d *testSSHD) {
 		if err := <-errc; err != nil {
 			t.Error(err)
 		}
+	}
+	// Streams (spawn, stdin, stdout events) pass through the remote side
+	// untouched.
+	p, err := w.Spawn(context.Background(), []string{"sh", "-c", "read x; echo got $x"}, "", nil)
+	if err != nil {
+		t.Fatalf("Spawn over ssh: %v", err)
+	}
+	io.WriteString(p.Stdin(), "ping\n")
+	out, _ := io.ReadAll(p.Stdout())
+	if code, err := p.Wait(); code != 0 || err != nil || string(out) != "got ping\n" {
+		t.Errorf("stream over ssh: %q, exit %d, %v", out, code, err)
 	}
 	// The doctor line for the backend.
 	if got := probeSSH(context.Background()); !strings.HasPrefix(got, "ok: golang.org/x/crypto/ssh") {
@@ -342,6 +355,48 @@ func testSSHClientKeys(t *testing.T, d *testSSHD) {
 				}
 			}
 		})
+	}
+}
+
+// testSSHAgent logs in with a key held by a real ssh-agent (no
+// identity_file).
+func testSSHAgent(t *testing.T, d *testSSHD) {
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	agent := exec.Command("ssh-agent", "-D", "-a", sock)
+	if err := agent.Start(); err != nil {
+		t.Fatalf("ssh-agent: %v", err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ssh-agent did not create its socket")
+		}
+	}
+	add := exec.Command("ssh-add", d.clientKey)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v %s", err, out)
+	}
+	sb := d.sandbox()
+	sb.IdentityFile = ""
+	w, _ := startSSHJail(t, sb, map[string]string{"a.txt": "agent\n"}, func(o *Options) {
+		o.HostEnv = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	})
+	if res := run(t, w, "cat a.txt; env | grep -c SSH_AUTH_SOCK"); res.Output != "agent\n0\n" {
+		t.Errorf("over the agent's key: %q", res.Output)
+	}
+	// Without the key in the agent, the login fails.
+	del := exec.Command("ssh-add", "-D")
+	del.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := del.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add -D: %v %s", err, out)
+	}
+	_, err := Start(context.Background(), &Options{Workspace: t.TempDir(), Sandbox: sb, HostEnv: []string{"SSH_AUTH_SOCK=" + sock}})
+	if err == nil || !strings.Contains(err.Error(), "failed to log in") {
+		t.Errorf("empty agent: got %v, want a login failure", err)
 	}
 }
 
