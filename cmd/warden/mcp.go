@@ -151,12 +151,8 @@ func pinsPath() (string, error) {
 // instead of the built-in ones: warden as a policy gateway.
 func upstreamRegistry(servers []config.MCPServer) func(ctx context.Context, a *app) (*tools.Registry, func(), error) {
 	return func(ctx context.Context, a *app) (_ *tools.Registry, closeAll func(), err error) {
-		var closers []func()
-		closeAll = func() {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
-			}
-		}
+		var closers closerList
+		closeAll = closers.closeAll
 		pp, err := pinsPath()
 		if err != nil {
 			return nil, closeAll, err
@@ -165,6 +161,9 @@ func upstreamRegistry(servers []config.MCPServer) func(ctx context.Context, a *a
 			Pins: mcp.OpenPins(pp), Logger: a.log, Dir: a.root.Dir(), Sandboxed: a.sandboxed,
 			Env: command.Environ(a.cfg.Commands.EnvAllowlist, os.LookupEnv),
 		}
+		if a.sandboxed {
+			co.Jail = closers.jail(a.cfg, a.root.Dir(), a.log)
+		}
 		reg := tools.NewRegistry()
 		for _, s := range servers {
 			r, err := mcp.Connect(ctx, s, co)
@@ -172,7 +171,7 @@ func upstreamRegistry(servers []config.MCPServer) func(ctx context.Context, a *a
 				closeAll()
 				return nil, func() {}, err
 			}
-			closers = append(closers, func() { r.Close() })
+			closers.add(func() { r.Close() })
 			for _, t := range r.Tools() {
 				reg.Add(t)
 			}
@@ -242,12 +241,14 @@ agent that reads it.`,
 				return err
 			}
 			pins := mcp.OpenPins(pp)
-			dir := g.workspace
-			if dir == "" {
-				dir = "."
-			}
+			dir := workspaceDir(g, cfg)
 			co := &mcp.ClientOptions{Pins: pins, Logger: log, Dir: dir, Sandboxed: sandbox.Enabled(cfg.Sandbox),
 				Env: command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv)}
+			var closers closerList
+			defer closers.closeAll()
+			if co.Sandboxed {
+				co.Jail = closers.jail(cfg, dir, log)
+			}
 			// First see what changed, then pin.
 			before, err := mcp.Connect(c.Context(), servers[0], co)
 			if err != nil {
@@ -273,5 +274,31 @@ agent that reads it.`,
 			fmt.Fprintf(c.ErrOrStderr(), "warden: pinned %d tool definitions of %s in %s\n", len(r.Tools()), r.Name(), pins.Path())
 			return nil
 		},
+	}
+}
+
+// closerList closes what it was given, last first.
+type closerList []func()
+
+func (c *closerList) add(f func()) { *c = append(*c, f) }
+
+func (c *closerList) closeAll() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+	*c = nil
+}
+
+// jail returns how stdio MCP servers of a sandboxed workspace start: in a
+// jail of the workspace built like the tools' one (same masks, lockdown,
+// network and limits), started on first use and closed by c. Their own
+// jail, not the tools' worker: a reset of that worker (a cancelled
+// command) does not take the servers down with it.
+func (c *closerList) jail(cfg *config.Config, dir string, log *slog.Logger) func(ctx context.Context, argv []string) (*sandbox.Process, error) {
+	m := sandbox.NewManager(log)
+	c.add(func() { m.Close() })
+	opts := jailOptions(cfg, dir, log)
+	return func(ctx context.Context, argv []string) (*sandbox.Process, error) {
+		return m.Spawn(ctx, opts, argv, "", nil)
 	}
 }

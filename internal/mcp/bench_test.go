@@ -1,12 +1,17 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
 )
 
 // benchConfig is the user config of the benchmarks: run_command allowed,
@@ -62,6 +67,48 @@ func BenchmarkProcess(b *testing.B) {
 				cmd.Env = h.env
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v\n%s", err, out)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}
+
+// Tool calls through warden's engine to an upstream stdio MCP server (the
+// SDK's server, testdata/jailserver), in the workspace jail and on the host.
+func BenchmarkUpstreamStdio(b *testing.B) {
+	bin := jailServer(b)
+	for _, jailed := range []bool{false, true} {
+		name := "host"
+		if jailed {
+			name = "jail"
+		}
+		b.Run(name, func(b *testing.B) {
+			ws := b.TempDir()
+			o := &ClientOptions{Pins: OpenPins(filepath.Join(b.TempDir(), PinsFile)), Dir: ws}
+			if jailed {
+				needJail(b)
+				m := sandbox.NewManager(nil)
+				defer m.Close()
+				opts := &sandbox.Options{Workspace: ws, Sandbox: &config.Sandbox{Enabled: true, ROPaths: []string{filepath.Dir(bin)}}}
+				o.Sandboxed = true
+				o.Jail = func(ctx context.Context, argv []string) (*sandbox.Process, error) {
+					return m.Spawn(ctx, opts, argv, "", nil)
+				}
+			}
+			r, err := Connect(b.Context(), config.MCPServer{Name: "up", Command: bin}, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			f := newFixture(b, fixtureOpts{mode: config.ModeYolo, extra: r.Tools()})
+			args := json.RawMessage(`{"text":"hello"}`)
+			if res := f.eng.Call(b.Context(), "mcp__up__echo", args); !res.Success {
+				b.Fatal(res.Error)
+			}
+			for b.Loop() {
+				if res := f.eng.Call(b.Context(), "mcp__up__echo", args); !res.Success {
+					b.Fatal(res.Error)
 				}
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")

@@ -23,6 +23,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/tools"
 )
 
@@ -55,11 +56,16 @@ type ClientOptions struct {
 	// Getenv reads token_env; nil is os.Getenv.
 	Getenv func(string) string
 	// Dir and Env are the working directory and the whole environment of
-	// a stdio server's process (give it an allowlisted environment: no API
-	// keys). Jailed stdio servers are not supported: Sandboxed refuses them.
-	Dir       string
-	Env       []string
+	// a stdio server's process when it runs on the host (give it an
+	// allowlisted environment: no API keys).
+	Dir string
+	Env []string
+	// Sandboxed says the workspace has a jail: a stdio server then runs in
+	// it, through Jail, and never on the host (without Jail it is refused).
 	Sandboxed bool
+	// Jail starts argv in the workspace jail, in the workspace, with the
+	// jail's environment (sandbox.Manager.Spawn or Worker.Spawn).
+	Jail func(ctx context.Context, argv []string) (*sandbox.Process, error)
 	// HTTPTransport carries HTTP requests; nil is a transport without
 	// proxy. Authorization and response checks wrap it.
 	HTTPTransport http.RoundTripper
@@ -77,6 +83,13 @@ type Remote struct {
 	// Pinned is true when this connection pinned the definitions (first
 	// use, or Trust).
 	Pinned bool
+
+	// defs holds the definition hashes: registered (what the model was
+	// shown, trusted) and as the server last listed them.
+	defs    defState
+	relist  chan struct{}
+	stop    context.CancelFunc
+	watched chan struct{}
 }
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -108,7 +121,17 @@ func Connect(ctx context.Context, srv config.MCPServer, o *ClientOptions) (*Remo
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	client := sdk.NewClient(&sdk.Implementation{Name: "warden", Version: "dev"}, nil)
+	r.relist = make(chan struct{}, 1)
+	client := sdk.NewClient(&sdk.Implementation{Name: "warden", Version: "dev"}, &sdk.ClientOptions{
+		// Never list from inside the handler: it runs on the session's
+		// read loop. The watcher re-lists.
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case r.relist <- struct{}{}:
+			default:
+			}
+		},
+	})
 	// The stateless revision has no session to keep; ask for the newest
 	// revision with one.
 	r.session, err = client.Connect(cctx, t, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolVersions[0]})
@@ -120,6 +143,9 @@ func Connect(ctx context.Context, srv config.MCPServer, o *ClientOptions) (*Remo
 		r.session.Close()
 		return nil, err
 	}
+	wctx, stop := context.WithCancel(context.Background())
+	r.stop, r.watched = stop, make(chan struct{})
+	go r.watch(wctx)
 	return r, nil
 }
 
@@ -161,8 +187,14 @@ func transport(srv config.MCPServer, o *ClientOptions, log *slog.Logger) (sdk.Tr
 		}
 		return &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: 2}, srv.URL, nil
 	case srv.Command != "":
+		endpoint := strings.Join(append([]string{srv.Command}, srv.Args...), " ")
 		if o.Sandboxed {
-			return nil, "", fmt.Errorf("mcp server %s: stdio servers cannot run in this sandboxed workspace yet (they would run outside the jail); use an HTTP server or turn the sandbox off", srv.Name)
+			if o.Jail == nil {
+				return nil, "", fmt.Errorf("mcp server %s: the workspace is sandboxed and no jail was given to run the server in; warden never runs it outside the jail", srv.Name)
+			}
+			argv := append([]string{srv.Command}, srv.Args...)
+			log.Info("mcp stdio server runs in the workspace jail", "server", srv.Name, "command", audit.Excerpt(endpoint, 200))
+			return &jailTransport{jail: o.Jail, argv: argv}, endpoint, nil
 		}
 		cmd := exec.Command(srv.Command, srv.Args...)
 		cmd.Dir, cmd.Env = o.Dir, o.Env
@@ -170,7 +202,7 @@ func transport(srv config.MCPServer, o *ClientOptions, log *slog.Logger) (sdk.Tr
 			cmd.Env = []string{}
 		}
 		cmd.Stderr = os.Stderr
-		return &sdk.CommandTransport{Command: cmd}, strings.Join(append([]string{srv.Command}, srv.Args...), " "), nil
+		return &sdk.CommandTransport{Command: cmd}, endpoint, nil
 	}
 	return nil, "", fmt.Errorf("mcp server %s: set url or command", srv.Name)
 }
@@ -191,8 +223,8 @@ func (r *Remote) load(ctx context.Context, endpoint string, o *ClientOptions) er
 		if err != nil {
 			return fmt.Errorf("failed to list the tools of MCP server %s: %w", r.name, err)
 		}
-		if len(defs) >= 1000 {
-			return fmt.Errorf("MCP server %s lists more than 1000 tools", r.name)
+		if len(defs) >= maxTools {
+			return fmt.Errorf("MCP server %s lists more than %d tools", r.name, maxTools)
 		}
 		defs = append(defs, t)
 	}
@@ -229,6 +261,8 @@ func (r *Remote) load(ctx context.Context, endpoint string, o *ClientOptions) er
 		r.log.Warn("mcp tool definitions changed since they were trusted; calls to them are refused",
 			"server", r.name, "tools", strings.Join(v.Changed, ","), "trust", "warden mcp trust "+r.name)
 	}
+	r.defs.current = hashes
+	r.defs.registered = map[string]string{}
 	for _, d := range defs {
 		if !toolNameRE.MatchString(d.Name) {
 			r.log.Warn("mcp tool skipped: its name is not letters, digits, '_', '.' or '-'", "server", r.name, "tool", audit.Excerpt(d.Name, 80))
@@ -244,6 +278,7 @@ func (r *Remote) load(ctx context.Context, endpoint string, o *ClientOptions) er
 			continue
 		}
 		r.tools = append(r.tools, t)
+		r.defs.registered[d.Name] = hashes[d.Name]
 	}
 	return nil
 }
@@ -258,7 +293,14 @@ func (r *Remote) Name() string { return r.name }
 func (r *Remote) SessionID() string { return r.session.ID() }
 
 // Close ends the session (and a stdio server's process).
-func (r *Remote) Close() error { return r.session.Close() }
+func (r *Remote) Close() error {
+	err := r.session.Close()
+	if r.stop != nil {
+		r.stop()
+		<-r.watched
+	}
+	return err
+}
 
 func (r *Remote) tool(d *sdk.Tool) (*tools.Tool, error) {
 	b, err := json.Marshal(d.InputSchema)
@@ -291,7 +333,15 @@ func (r *Remote) tool(d *sdk.Tool) (*tools.Tool, error) {
 		Sensitive:   true,
 		Annotations: ann,
 		Schema:      &s,
+		// A definition that changed after connect is refused before any
+		// approval, and again just before the call is forwarded.
+		Guard: func(*tools.Env, json.RawMessage) (tools.Facts, error) {
+			return tools.Facts{}, r.defs.check(r.name, remote)
+		},
 		Run: func(ctx context.Context, _ *tools.Env, args json.RawMessage) (string, error) {
+			if err := r.defs.check(r.name, remote); err != nil {
+				return "", err
+			}
 			return r.call(ctx, remote, args)
 		},
 	}, nil
@@ -317,11 +367,20 @@ func (r *Remote) refused(remote string) *tools.Tool {
 }
 
 // ChangedError refuses a tool whose definition changed since it was trusted.
-type ChangedError struct{ Server, Tool string }
+type ChangedError struct {
+	Server, Tool string
+	// Live: the change came after warden connected (tools/list_changed);
+	// warden must reconnect to show the model the new definition.
+	Live bool
+}
 
 func (e *ChangedError) Error() string {
-	return fmt.Sprintf("the definition of tool %q on MCP server %s changed since it was trusted, so warden refuses to call it; "+
+	msg := fmt.Sprintf("the definition of tool %q on MCP server %s changed since it was trusted, so warden refuses to call it; "+
 		"the user can review it and run `warden mcp trust %s`", e.Tool, e.Server, e.Server)
+	if e.Live {
+		msg += ", then restart warden"
+	}
+	return msg
 }
 
 // RuleID names the rule in the audit trail.

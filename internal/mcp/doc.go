@@ -36,7 +36,18 @@
 //     description, schemas and hints is stored on first use, and a tool
 //     whose definition changed, or that appeared later, is refused (its new
 //     description never reaches the model) until the user runs
-//     `warden mcp trust SERVER`.
+//     `warden mcp trust SERVER`. This holds after connect too: on every
+//     notifications/tools/list_changed warden lists the tools again, and a
+//     registered tool whose definition no longer matches is refused by its
+//     guard (before any approval) and again before the call is forwarded;
+//     a tool added later is not offered until trusted and warden restarts;
+//     a change whose list cannot be read refuses every call of the server.
+//   - A stdio server of a sandboxed workspace runs in a jail of the
+//     workspace (ClientOptions.Jail, built like the tools' jail: same masks,
+//     lockdown, network and limits), never on the host; it is started by
+//     the user's configuration (a workspace file cannot add servers), so it
+//     is trusted to start but confined in what it does. It dies with the
+//     session, with the jail, and with warden.
 //   - Logs carry session ids cut to 12 characters and arguments cut to
 //     LogArgsMax characters with secrets redacted; the literal value of a
 //     token is never logged.
@@ -46,9 +57,12 @@
 //   - Pinning guards definitions, not behaviour: a trusted server can
 //     still return anything, which is why its results are marked untrusted
 //     and its tools are sensitive.
-//   - Stdio MCP servers run as child processes with an allowlisted
-//     environment in the workspace directory; they are not jailed, so in a
-//     sandboxed workspace they are refused.
+//   - Without a sandbox, stdio MCP servers run as child processes with an
+//     allowlisted environment in the workspace directory, unconfined.
+//   - The re-check before a call compares with the list the server last
+//     announced; a server that changes a definition without announcing it
+//     still gets only calls that match the trusted schema (what it then does
+//     is behaviour, which pinning does not cover).
 //   - The stateless protocol revision (2026-07-28) is not served: it forbids
 //     the elicitation warden uses during an approval wait
 //     (ProtocolVersions).

@@ -54,12 +54,12 @@ type fixture struct {
 
 type fixtureOpts struct {
 	mode     string
-	approver func(t *testing.T, st *store.SQLite) approval.Approver
+	approver func(t testing.TB, st *store.SQLite) approval.Approver
 	extra    []*tools.Tool
 	builtins bool
 }
 
-func newFixture(t *testing.T, o fixtureOpts) *fixture {
+func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), cfg: config.Default(), sink: &memSink{}, session: NewSessionID()}
 	if o.mode != "" {
@@ -98,8 +98,8 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 
 // brokers returns the approver `warden mcp` builds: plain (supervisor
 // alice deciding through the store when remote) and eliciting.
-func brokers(remote, elicit bool) func(t *testing.T, st *store.SQLite) approval.Approver {
-	return func(t *testing.T, st *store.SQLite) approval.Approver {
+func brokers(remote, elicit bool) func(t testing.TB, st *store.SQLite) approval.Approver {
+	return func(t testing.TB, st *store.SQLite) approval.Approver {
 		o := approval.Options{Store: st, Channels: []approval.Channel{ProgressChannel{}}, Poll: 10 * time.Millisecond}
 		if remote {
 			o.Remote, o.Supervisors = true, []string{"alice"}

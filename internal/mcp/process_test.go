@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -45,10 +47,22 @@ func warden(t testing.TB) string {
 	return wardenBin
 }
 
+// TestMain doubles as `warden worker` for the jails the tests start (they
+// re-execute this test binary, bound at sandbox.JailExe).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 3 && os.Args[1] == "worker" && os.Args[2] == "--spec" {
+		if err := sandbox.ServeWorker(context.Background(), os.Args[3], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if wardenBin != "" && wardenErr == nil {
 		os.RemoveAll(filepath.Dir(wardenBin))
+	}
+	if jailServerPath != "" {
+		os.RemoveAll(filepath.Dir(jailServerPath))
 	}
 	os.Exit(code)
 }
