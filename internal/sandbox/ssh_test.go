@@ -569,6 +569,12 @@ identity_file = %q
 known_hosts = %q
 remote_warden = %q
 `, d.port, d.clientKey, d.knownHosts, d.warden), 0o600)
+	// warden exec over ssh: the command's output and exit status.
+	out0, err := exec.Command(d.warden, "exec", "--workspace", dir, "--config", cfg, "--", "bash", "-c", "echo remote-$((6*7)); exit 3").Output()
+	var ee *exec.ExitError
+	if string(out0) != "remote-42\n" || !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("warden exec over ssh: %q, %v", out0, err)
+	}
 	marker := fmt.Sprintf("warden-kill-%d", time.Now().UnixNano())
 	cmd := exec.Command(d.warden, "exec", "--workspace", dir, "--config", cfg, "--",
 		"bash", "-c", "(exec -a "+marker+" sleep 1000) & exec -a "+marker+" sleep 1000")
