@@ -85,8 +85,14 @@ func (s *Server) registerWeb() {
 	w.registerGrants(m)
 }
 
+// cacheStatic serves the static files (no directory listings), revalidated
+// on each load so an upgraded warden's page never runs an old script.
 func cacheStatic(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		h.ServeHTTP(w, r)
 	})

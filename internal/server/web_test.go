@@ -188,6 +188,9 @@ func TestWebHeadersAndNoInlineScript(t *testing.T) {
 			}
 		}
 	}
+	if resp, body := b.do("GET", "/static/", nil, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/static/ lists its files: %d %s", resp.StatusCode, body)
+	}
 	for _, want := range []string{"script-src 'self'", "default-src 'self'", "style-src 'self'", "frame-ancestors 'none'", "form-action 'self'", "base-uri 'none'"} {
 		if !strings.Contains(ContentSecurityPolicy, want) {
 			t.Errorf("CSP lacks %q", want)
