@@ -50,6 +50,38 @@
 // bubblewrap are errors. Nothing of a sandboxed workspace ever runs
 // unjailed.
 //
+// # The docker backend
+//
+// backend = "docker" runs the same worker as the main process of one
+// container per workspace (`docker run -i --rm --init`, through the docker
+// CLI, so DOCKER_HOST and contexts apply), spoken to over the attached
+// stdin/stdout. The image (docker_image, user config) must provide glibc:
+// the warden binary is bind-mounted read-only and is dynamically linked; a
+// busybox-only or musl image fails at start with an error saying so. The
+// container has no network (--network none; network = true shares the
+// host's, never under lockdown), no capabilities, no-new-privileges, a
+// Docker seccomp profile converted from the same rule table, a read-only
+// root with tmpfs /tmp and HOME, --pids-limit and --memory (memory_mb,
+// default 2048 MiB), the environment of JailEnv only, masks as read-only
+// empty bind mounts, protected paths read-only, and runs as the workspace
+// owner's uid:gid (a workspace owned by root is refused). The Docker socket
+// is never mounted. Containers are labelled warden.workspace and with the
+// owning warden's boot id, pid and start time: a reaper process removes the
+// container when warden dies, and a container whose warden is gone is
+// removed at the next start. A missing client, an unreachable daemon, a
+// missing image or no docker_image is an error wrapping
+// ErrBackendUnavailable.
+//
+// Known differences from the local backend: libseccomp (through runc)
+// keeps one comparison per argument, so personality is denied for every
+// value but the query 0xffffffff (PER_LINUX too); a foreign-ABI system call
+// kills the calling thread rather than the process; system calls libseccomp
+// does not know (open_tree_attr with Debian 12's libseccomp 2.5.4) are
+// dropped from the profile by runc and so not denied; RLIMIT_NPROC counts
+// the owner's processes on the whole host (the pids limit is what bounds
+// the container); the image's own ENV and /etc are the image's; the daemon
+// must be on this machine, since the workspace is bind-mounted.
+//
 // # The ssh backend
 //
 // backend = "ssh" runs the same jail on another host: one SSH connection
