@@ -204,6 +204,15 @@ func TestBrowser(t *testing.T) {
 	if ok := eval[bool](t, ctx, `document.cookie.indexOf('warden_session') < 0`); !ok {
 		t.Error("the session cookie is readable from JavaScript")
 	}
+	// The browser gets the CSP and enforces it: an inline script added to
+	// the page does not run.
+	if csp := eval[string](t, ctx, `fetch('/').then(r => r.headers.get('content-security-policy'))`, chromedp.EvalAwaitPromise); csp != ContentSecurityPolicy {
+		t.Errorf("CSP as the browser sees it: %q", csp)
+	}
+	eval[bool](t, ctx, `(() => { const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.appendChild(s); return true })()`)
+	if ran := eval[bool](t, ctx, `window.__inline === 1`); ran {
+		t.Error("an inline script ran: the CSP is not enforced")
+	}
 
 	ag := newAgent(t, f.b, "sess-browser")
 	if err := os.WriteFile(filepath.Join(ag.dir, "notes.txt"), []byte("alpha\nbeta\ngamma\n"), 0o644); err != nil {
