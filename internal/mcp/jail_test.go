@@ -301,6 +301,17 @@ command = %q
 args = [%q]
 `, filepath.Dir(bin), bin, m))
 			os.WriteFile(filepath.Join(h.ws, ".env"), []byte("API_KEY=hunter2\n"), 0o600)
+			if how == "close" {
+				// warden mcp trust starts the server in the jail too (a
+				// sandboxed workspace without a jail refuses stdio servers).
+				trust := exec.Command(warden(t), "mcp", "trust", "jailed", "--workspace", h.ws)
+				trust.Env = h.env
+				out, err := trust.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "mcp__jailed__whoami\ttrusted") {
+					t.Fatalf("warden mcp trust: %v\n%s", err, out)
+				}
+				waitNoMarker(t, m, 10*time.Second)
+			}
 			cmd := exec.Command(warden(t), "mcp", "--workspace", h.ws, "--upstream", "jailed")
 			cmd.Env = h.env
 			var stderr bytes.Buffer
