@@ -45,6 +45,15 @@
 // file operations even if a mount were wrong, and Landlock
 // (internal/sandbox/landlock, when built in) is a further layer.
 //
+// Long-lived processes (a stdio MCP server configured by the user) run in
+// the same jail through Worker.Spawn: the worker starts them in their own
+// process group and carries their stdin and stdout as streams (see
+// "Streams" in proto.go), bounded in chunk size, in how far stdout is read
+// ahead of the host (a chatty process blocks on its pipe, the worker does
+// not buffer it) and in number. A stream is killed when the host closes it,
+// when the worker's input ends, and with the jail when the worker is reset
+// or warden dies; a worker with a live stream is not reaped as idle.
+//
 // A [sandbox] section that is invalid or names something unknown runs in
 // lockdown; a backend this build does not have (modal) and a host without
 // bubblewrap are errors. Nothing of a sandboxed workspace ever runs
