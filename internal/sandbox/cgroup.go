@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -100,7 +101,12 @@ func newPidsCgroup(max int) (*pidsCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, fmt.Sprintf("warden-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	sweepDeadCgroups(root)
+	// The random part keeps a leftover of a dead process whose pid was
+	// reused from colliding with this one.
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	dir := filepath.Join(root, fmt.Sprintf("warden-%d-%d-%x", os.Getpid(), cgroupSeq.Add(1), rnd))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("failed to create pids cgroup: %w", err)
 	}
@@ -151,5 +157,30 @@ func (c *pidsCgroup) destroy() error {
 			return fmt.Errorf("failed to remove pids cgroup %s: %w", c.dir, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sweepDeadCgroups removes the empty pids cgroups that warden processes
+// which are gone left behind (killed before their cleanup ran). A cgroup
+// that still has processes cannot be removed and stays.
+func sweepDeadCgroups(root string) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "warden-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			continue // alive
+		}
+		os.Remove(filepath.Join(root, e.Name()))
 	}
 }
