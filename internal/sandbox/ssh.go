@@ -80,7 +80,7 @@ func (e *HostKeyError) Error() string {
 // Hint tells the user how to proceed.
 func (e *HostKeyError) Hint() string {
 	host, port := e.Host, "22"
-	if h, p, err := net.SplitHostPort(strings.NewReplacer("[", "", "]", "").Replace(e.Host)); err == nil {
+	if h, p, err := net.SplitHostPort(e.Host); err == nil {
 		host, port = h, p
 	}
 	if e.Changed || e.Revoked {

@@ -14,12 +14,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/wardenhq/warden/internal/command"
@@ -600,4 +602,48 @@ remote_warden = %q
 	cmd.Wait()
 	waitGone(t, marker, 10*time.Second)
 	waitGone(t, dir, 10*time.Second)
+}
+
+func TestResolveSSH(t *testing.T) {
+	t.Parallel()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		sb   config.Sandbox
+		env  []string
+		want sshTarget
+	}{
+		{"defaults", config.Sandbox{RemoteHost: "build.example"}, []string{"HOME=/home/me", "SSH_AUTH_SOCK=/run/agent"},
+			sshTarget{Host: "build.example", Port: 22, User: u.Username, KnownHosts: "/home/me/.ssh/known_hosts",
+				RemotePath: "/work/ws", Warden: "warden", authSock: "/run/agent"}},
+		{"everything set, ~ expanded", config.Sandbox{RemoteHost: "10.0.0.7", RemotePort: 2222, RemoteUser: "ci",
+			IdentityFile: "~/.ssh/id_ed25519", KnownHosts: "~/kh", RemotePath: "/srv/ws", RemoteWarden: "/opt/warden/bin/warden"},
+			[]string{"HOME=/home/me"},
+			sshTarget{Host: "10.0.0.7", Port: 2222, User: "ci", Identity: "/home/me/.ssh/id_ed25519", KnownHosts: "/home/me/kh",
+				RemotePath: "/srv/ws", Warden: "/opt/warden/bin/warden"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := resolveSSH(&tc.sb, "/work/ws", tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, *got, cmp.AllowUnexported(sshTarget{})); diff != "" {
+				t.Errorf("resolveSSH (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := resolveSSH(&config.Sandbox{}, "/work/ws", nil); err == nil || !strings.Contains(err.Error(), "remote_host") {
+		t.Errorf("no remote_host: %v", err)
+	}
+	he := &HostKeyError{Host: "[::1]:2222", KnownHosts: "/kh"}
+	if h := he.Hint(); !strings.Contains(h, "ssh-keyscan -p 2222 ::1 >> /kh") {
+		t.Errorf("hint %q", h)
+	}
+	he = &HostKeyError{Host: "example.com", KnownHosts: "/kh", Changed: true}
+	if h := he.Hint(); !strings.Contains(h, "ssh-keygen -R 'example.com' -f /kh") {
+		t.Errorf("hint %q", h)
+	}
 }
