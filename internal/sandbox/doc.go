@@ -81,12 +81,15 @@
 // missing image or no docker_image is an error wrapping
 // ErrBackendUnavailable.
 //
-// Known differences from the local backend: libseccomp (through runc)
-// keeps one comparison per argument, so personality is denied for every
-// value but the query 0xffffffff (PER_LINUX too); a foreign-ABI system call
-// kills the calling thread rather than the process; system calls libseccomp
-// does not know (open_tree_attr with Debian 12's libseccomp 2.5.4) are
-// dropped from the profile by runc and so not denied; RLIMIT_NPROC counts
+// Docker's profile goes through libseccomp (in runc), which drops the
+// system calls it does not know (open_tree_attr with Debian 12's
+// libseccomp 2.5.4), so the worker also installs warden's own filter on
+// itself (seccomp TSYNC) before it serves: both filters bind every command,
+// and the stricter answer wins.
+//
+// Known differences from the local backend: libseccomp keeps one
+// comparison per argument, so personality is denied for every value but
+// the query 0xffffffff (PER_LINUX too); RLIMIT_NPROC counts
 // the owner's processes on the whole host (the pids limit is what bounds
 // the container); the image's own ENV and /etc are the image's; the daemon
 // must be on this machine, since the workspace is bind-mounted.

@@ -476,6 +476,10 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 	spec, _ := json.Marshal(WorkerSpec{
 		Workspace: ws, Mask: slices.Concat(o.Mask, s.Mask), Protected: o.Protected,
 		Lockdown: s.Lockdown, Landlock: s.Landlock, Writable: writable, Readable: readable,
+		// Docker's profile goes through libseccomp, which drops the system
+		// calls it does not know (open_tree_attr on Debian 12): the worker
+		// stacks warden's own filter on top.
+		Seccomp: seccompProgram != nil,
 	})
 	args = append(args, "--entrypoint", JailExe, image, "worker", "--spec", string(spec))
 

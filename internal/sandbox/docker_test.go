@@ -712,6 +712,9 @@ func TestDocker(t *testing.T) {
 				{"clone3", "ENOSYS"},
 				{"clone-newuser", "EPERM"},
 				{"unshare", "EPERM"},
+				// libseccomp drops it from Docker's profile; warden's own
+				// filter, stacked by the worker, denies it.
+				{"open_tree_attr", "EPERM"},
 			} {
 				res := probe(t, w, tc.probe)
 				if got := strings.TrimSpace(res.Output); got != tc.want {
@@ -723,9 +726,16 @@ func TestDocker(t *testing.T) {
 			// kernel has no x32) and int 0x80 reaches the i386 entry where
 			// the kernel has one; where it has none (it faults on the host
 			// too), that row proves nothing and is only logged.
+			// Docker's profile kills the thread, warden's stacked filter the
+			// whole process (the stricter action wins): either way the call
+			// never runs and never answers.
+			killed := func(res command.Result) bool {
+				got := strings.TrimSpace(res.Output)
+				return got == "thread killed" || (got == "" && res.ExitCode != 0)
+			}
 			res := probe(t, w, "x32")
-			if got := strings.TrimSpace(res.Output); got != "thread killed" {
-				t.Errorf("x32: exit %d, output %q; want the thread killed", res.ExitCode, got)
+			if !killed(res) {
+				t.Errorf("x32: exit %d, output %q; want the call killed", res.ExitCode, strings.TrimSpace(res.Output))
 			}
 			host, _ := exec.Command(os.Args[0], "docker-probe", "int80").Output()
 			res = probe(t, w, "int80")
@@ -733,8 +743,8 @@ func TestDocker(t *testing.T) {
 			switch {
 			case strings.TrimSpace(string(host)) != "ok":
 				t.Logf("int 0x80 does not reach the kernel on this host (%.40q); the x32 row covers the guard", host)
-			case got != "thread killed":
-				t.Errorf("int80: exit %d, output %.80q; want the thread killed", res.ExitCode, got)
+			case !killed(res):
+				t.Errorf("int80: exit %d, output %.80q; want the call killed", res.ExitCode, got)
 			}
 		})
 		t.Run("environment", func(t *testing.T) {

@@ -3,12 +3,15 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -28,6 +31,11 @@ type WorkerSpec struct {
 	// paths internal/sandbox/landlock always allows.
 	Writable []string `json:"writable"`
 	Readable []string `json:"readable,omitempty"`
+	// Seccomp asks the worker to install warden's own seccomp filter on
+	// itself (and so on everything it runs), on top of whatever filter its
+	// jail already has: the docker backend's profile goes through
+	// libseccomp, which drops system calls it does not know.
+	Seccomp bool `json:"seccomp,omitempty"`
 }
 
 // Rlimits of the worker and everything it runs. NPROC binds only when the
@@ -75,6 +83,11 @@ func ServeWorker(ctx context.Context, specJSON string, in io.Reader, out io.Writ
 	ll, err := applyLandlock(spec)
 	if err != nil {
 		return err
+	}
+	if spec.Seccomp {
+		if err := installSeccomp(spec.Lockdown); err != nil {
+			return err
+		}
 	}
 	hello := Hello{PID: os.Getpid(), Landlock: ll, Rlimits: limits}
 	hello.Seccomp, hello.NoNewPrivs = selfSeccomp()
@@ -142,4 +155,37 @@ func selfSeccomp() (string, bool) {
 		}
 	}
 	return mode, nnp
+}
+
+// installSeccomp puts warden's filter on every thread of the worker
+// (TSYNC: the Go runtime has several), so that it binds every command the
+// worker starts.
+func installSeccomp(lockdown bool) error {
+	if seccompProgram == nil {
+		return errors.New("the jail asked for warden's seccomp filter, and this build has none")
+	}
+	raw, err := seccompProgram(lockdown)
+	if err != nil {
+		return fmt.Errorf("failed to build the seccomp filter: %w", err)
+	}
+	if len(raw) == 0 || len(raw)%8 != 0 || len(raw)/8 > 0xffff {
+		return fmt.Errorf("seccomp filter of %d bytes is not a sock_filter array", len(raw))
+	}
+	filter := make([]unix.SockFilter, len(raw)/8)
+	for i := range filter {
+		b := raw[i*8:]
+		filter[i] = unix.SockFilter{
+			Code: binary.NativeEndian.Uint16(b[0:]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("failed to set no_new_privs: %w", err)
+	}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return fmt.Errorf("failed to install the seccomp filter: %w", errno)
+	}
+	return nil
 }
