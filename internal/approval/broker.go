@@ -78,7 +78,7 @@ type Broker struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
-	groups  map[string]*group     // PENDING requests of this broker, by binding hash
+	groups  map[string]*group // PENDING requests of this broker, by binding hash
 }
 
 var _ Approver = (*Broker)(nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -190,6 +191,38 @@ func TestCollapseOnlyIdentical(t *testing.T) {
 			if r := <-ch; r.out.Approved {
 				t.Fatal("approved")
 			}
+		}
+	})
+}
+
+// Approving collapsed calls with a grant runs each of them, and the next
+// identical call is granted without a new pending request.
+func TestCollapseThenGrant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memStore(t)
+		b := newBroker(t, s, nil)
+		chs, _, id := askN(t, b, s, 3, lsReq)
+		_, g, err := b.ApproveWithGrant(t.Context(), id, "bob", "", 10*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ch := range chs {
+			if r := <-ch; r.err != nil || !r.out.Approved || r.out.ID != id {
+				t.Fatalf("call %d: %+v %v", i, r.out, r.err)
+			}
+			if err := b.Executed(t.Context(), id, true, "ok"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := <-ask(b, t.Context(), lsReq)
+		if r.err != nil || r.out.Grant != g.ID || r.out.By != "bob" {
+			t.Fatalf("next identical call: %+v %v", r.out, r.err)
+		}
+		if l, _ := s.List(t.Context(), store.Filter{State: store.Pending}); len(l) != 0 {
+			t.Errorf("%d pending requests", len(l))
+		}
+		if _, _, err := s.VerifyAudit(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
