@@ -59,6 +59,8 @@
 //     and its tools are sensitive.
 //   - Without a sandbox, stdio MCP servers run as child processes with an
 //     allowlisted environment in the workspace directory, unconfined.
+//   - A stdio server that exits, or whose jail is reset, is not restarted:
+//     its calls fail until warden starts again.
 //   - The re-check before a call compares with the list the server last
 //     announced; a server that changes a definition without announcing it
 //     still gets only calls that match the trusted schema (what it then does
