@@ -154,7 +154,8 @@ func TestStreamBackpressure(t *testing.T) {
 		t.Fatalf("the host holds %d unread bytes, more than the window", held)
 	}
 	// The producer is asleep writing to its full pipe.
-	if w.cg != nil {
+	needCgroup(t, w)
+	{
 		blocked := false
 		for _, pid := range w.cg.pids() {
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -223,6 +224,19 @@ func workerRSS(t *testing.T, w *Worker) int64 {
 	return 0
 }
 
+// needCgroup skips a test that counts the jail's processes when the jail
+// has no pids cgroup, or fails it under WARDEN_REQUIRE_SANDBOX=1.
+func needCgroup(t *testing.T, w *Worker) {
+	t.Helper()
+	if w.cg != nil {
+		return
+	}
+	if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
+		t.Fatal("the jail has no pids cgroup and WARDEN_REQUIRE_SANDBOX=1")
+	}
+	t.Skip("skipping: no pids cgroup to count the jail's processes; set WARDEN_REQUIRE_SANDBOX=1 to make this a failure")
+}
+
 func isWorker(cmdline []byte) bool {
 	return bytes.HasPrefix(cmdline, []byte(JailExe+"\x00worker\x00--spec\x00"))
 }
@@ -243,9 +257,7 @@ func jailPIDs(w *Worker) []string {
 
 func TestStreamKilledOnClose(t *testing.T) {
 	w, _ := startJail(t, nil, nil, nil)
-	if w.cg == nil {
-		t.Skip("skipping: no pids cgroup to count the jail's processes")
-	}
+	needCgroup(t, w)
 	for _, how := range []string{"close", "stdout-close", "kill"} {
 		t.Run(how, func(t *testing.T) {
 			// A child in the background and one that left the group.
@@ -297,9 +309,7 @@ func TestStreamKilledOnClose(t *testing.T) {
 // closing the worker) kills its streams, also the ones left behind.
 func TestStreamWorkerCloseEndsStreams(t *testing.T) {
 	w, _ := startJail(t, nil, nil, nil)
-	if w.cg == nil {
-		t.Skip("skipping: no pids cgroup to count the jail's processes")
-	}
+	needCgroup(t, w)
 	cg := w.cg
 	p := spawn(t, w, "sh", "-c", "setsid sleep 1001 & sleep 1000")
 	w.Close()
