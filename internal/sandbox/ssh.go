@@ -340,7 +340,7 @@ func startSSH(ctx context.Context, op *Options, s Settings) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &sshProc{client: client, stderr: &tailWriter{max: 8 << 10, log: o.logger()}, stop: make(chan struct{})}
+	p := &sshProc{target: t.String(), client: client, stderr: &tailWriter{max: 8 << 10, log: o.logger()}, stop: make(chan struct{})}
 	sess, err := client.NewSession()
 	if err != nil {
 		client.Close()
@@ -387,6 +387,7 @@ func startSSH(ctx context.Context, op *Options, s Settings) (*Worker, error) {
 
 // sshProc is the worker at the end of an SSH session.
 type sshProc struct {
+	target   string // user@host:port
 	client   *ssh.Client
 	sess     *ssh.Session
 	stderr   *tailWriter
@@ -409,10 +410,14 @@ func (p *sshProc) wait() error {
 	}
 	p.stopOnce.Do(func() { close(p.stop) })
 	p.client.Close()
-	if err != nil {
-		return fmt.Errorf("ssh session: %w", err)
+	switch {
+	case err == nil:
+		return nil
+	case ee != nil:
+		return fmt.Errorf("the remote warden on %s exited: %w", p.target, err)
+	default:
+		return fmt.Errorf("the ssh connection to %s was lost: %w", p.target, err)
 	}
-	return nil
 }
 
 func (p *sshProc) exitCode() int { return int(p.code.Load()) }

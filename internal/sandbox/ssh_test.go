@@ -497,8 +497,8 @@ func testSSHDropped(t *testing.T, d *testSSHD) {
 	proxy.cut()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrWorkerGone) {
-			t.Fatalf("in-flight request after the drop: got %v, want ErrWorkerGone", err)
+		if !errors.Is(err, ErrWorkerGone) || !strings.Contains(err.Error(), "connection to root@127.0.0.1") {
+			t.Fatalf("in-flight request after the drop: got %v, want ErrWorkerGone saying the connection was lost", err)
 		}
 		t.Logf("in-flight request failed %v after the drop: %v", time.Since(t0), err)
 	case <-time.After(10 * time.Second):
