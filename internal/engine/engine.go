@@ -189,8 +189,11 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 			return tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, t.Name)}
 		}
 		c.rec.Decision = "approved"
-		if out.Auto {
+		switch {
+		case out.Auto:
 			c.rec.Decision = "auto-approved"
+		case out.Grant != "":
+			c.rec.Decision = "granted"
 		}
 		res := e.execute(ctx, c, t, canonArgs)
 		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Excerpt(res.Output+res.Error, 500)); err != nil {

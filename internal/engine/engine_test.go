@@ -194,6 +194,33 @@ func TestApprovedRunsExactlyWhatWasAsked(t *testing.T) {
 	}
 }
 
+// The audit record of a call says how it was let through: a grant is not
+// a person's approval of this call, nor an auto-approve rule.
+func TestApprovalKindInAudit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		out  approval.Outcome
+		want string
+	}{
+		{"person", approval.Outcome{ID: "p", Approved: true, By: "alice", State: "APPROVED"}, "approved"},
+		{"rule", approval.Outcome{ID: "a", Approved: true, Auto: true, By: "auto:1", State: "APPROVED"}, "auto-approved"},
+		{"grant", approval.Outcome{ID: "g", Approved: true, Grant: "g1", By: "alice", State: "APPROVED"}, "granted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil, nil)
+			f.appr.answer = tc.out
+			if res := f.eng.Call(context.Background(), "probe", json.RawMessage(`{"path":"x"}`)); !res.Success {
+				t.Fatalf("got %+v", res)
+			}
+			if r := f.sink.recs[0]; r.Decision != tc.want || r.RequestID != tc.out.ID {
+				t.Errorf("decision %q for request %q, want %q", r.Decision, r.RequestID, tc.want)
+			}
+		})
+	}
+}
+
 func TestDeniedWithReason(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, nil)
