@@ -322,3 +322,34 @@ func TestJailForkBomb(t *testing.T) {
 		t.Errorf("%d processes left in the jail after the bomb's timeout", n)
 	}
 }
+
+// A command that outlives its timeout is killed by the worker, with its
+// whole group, and the worker goes on serving. Under Landlock's signal
+// scope a command started by one worker thread could not be killed from
+// another: the call hung until the host reset the worker.
+func TestJailTimeoutKills(t *testing.T) {
+	t.Parallel()
+	w, _ := startJail(t, nil, nil, nil)
+	pid := w.Info().PID
+	for i := range 6 { // the runner's goroutines land on several threads
+		start := time.Now()
+		res, err := w.Runner().Run(context.Background(), command.Spec{
+			Shell: "sleep 60 & sleep 60; echo never", Timeout: 300 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if !res.TimedOut || strings.Contains(res.Output, "never") {
+			t.Fatalf("run %d: %+v, want a timed-out command", i, res)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("run %d: a 300 ms timeout took %v", i, d)
+		}
+	}
+	if got := w.Info().PID; got != pid || !w.Alive() {
+		t.Fatalf("the worker was replaced (pid %d, now %d, alive %v)", pid, got, w.Alive())
+	}
+	if res := run(t, w, "pgrep -x sleep || echo none"); !strings.Contains(res.Output, "none") {
+		t.Errorf("sleep processes survived their timeout: %q", res.Output)
+	}
+}

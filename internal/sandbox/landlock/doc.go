@@ -22,10 +22,12 @@
 // ruleset is applied to every thread of the process, is inherited across
 // fork and exec, and holds even for root: Landlock does not care about
 // capabilities. Links and renames that would move a file across the
-// boundary fail (EXDEV or EACCES). From ABI 6 on, abstract UNIX sockets and
-// signals are scoped to the confined processes, closing the classic escape
-// through a host daemon's abstract socket when the network namespace is
-// shared.
+// boundary fail (EXDEV or EACCES). From ABI 6 on, abstract UNIX sockets
+// are scoped to the confined processes, closing the classic escape through
+// a host daemon's abstract socket when the network namespace is shared.
+// Signals are not scoped: each thread of a Go process gets its own domain,
+// so the scope would stop the worker from killing its own timed-out
+// commands; the jail's pid namespace keeps signals inside the jail.
 //
 // The ruleset is built at the kernel's own ABI level, not in best-effort
 // mode: it is applied whole or [Restrict] fails. In particular the "refer"

@@ -26,6 +26,10 @@ var ErrUnavailable = errors.New("landlock is not available")
 // in [ABI].
 var testOnlyABI func() int
 
+// scopeSignal is Landlock's signal scope (LANDLOCK_SCOPE_SIGNAL), the
+// second bit of go-landlock's ScopedSet.
+const scopeSignal ll.ScopedSet = 1 << 1
+
 // configs are go-landlock's presets by ABI version (index 1 = V1).
 var configs = []ll.Config{{}, ll.V1, ll.V2, ll.V3, ll.V4, ll.V5, ll.V6, ll.V7, ll.V8, ll.V9, ll.V10, ll.V11}
 
@@ -48,7 +52,7 @@ type Status struct {
 	ABI      int    // kernel ABI version, 0 when Landlock is absent
 	Used     int    // ABI version of the ruleset applied (at most what go-landlock knows)
 	Enforced bool   // a ruleset now confines this process and its children
-	Scoped   bool   // abstract UNIX sockets and signals are scoped too (ABI 6+)
+	Scoped   bool   // abstract UNIX sockets are scoped too (ABI 6+)
 	Reason   string // why nothing was enforced, when Enforced is false
 }
 
@@ -93,7 +97,8 @@ func SystemReadWrite() []string {
 // [SystemReadOnly], and writing the devices in [SystemReadWrite]. Everything
 // else on the filesystem is refused with EACCES (EXDEV for links and renames
 // across hierarchies). On ABI 6 and later it also scopes abstract UNIX
-// sockets and signals to the processes it confines. It cannot be undone.
+// sockets (not signals: see Restrict's body) to the processes it confines.
+// It cannot be undone.
 //
 // Paths must be absolute and must exist; a file gets file rights, a
 // directory rights over its whole tree. rw is exactly what is writable: a
@@ -132,6 +137,12 @@ func Restrict(mode string, rw, ro []string) (Status, error) {
 	st.Used = min(st.ABI, len(configs)-1)
 	cfg := configs[st.Used]
 	cfg.HandledAccessNet = 0 // the network namespace isolates the network
+	// Signals are not scoped: Landlock confines each thread of a Go process
+	// separately, so a signal scope would stop the worker from killing a
+	// command that another of its threads started (a timed-out command then
+	// ran on until the worker was reset). The jail's own pid namespace
+	// already keeps its processes from signalling anything outside it.
+	cfg.Scoped &^= scopeSignal
 	if st.Used >= 2 {
 		// Renaming and linking across directories (refer) exists from ABI 2;
 		// without it the kernel refuses such moves everywhere, which is safe.
