@@ -5,7 +5,8 @@
 # per call, and the OpenSSH client per call (`ssh host true`); and the ssh
 # worker's cold start. The benchmark starts its own sshd on 127.0.0.1 (root,
 # throwaway keys, as the tests do); it needs root, openssh-server,
-# openssh-client and bubblewrap. Prints the median of COUNT runs and ratios.
+# openssh-client and bubblewrap. worker-ping is the worker protocol's round
+# trip over the connection, without starting a process. Prints the median of COUNT runs and ratios.
 #
 #   bench/ssh.sh                 # COUNT=3 BENCHTIME=30x
 #   COUNT=9 BENCHTIME=100x RAW=/tmp/raw.txt bench/ssh.sh   # RAW keeps go test output
@@ -31,7 +32,7 @@ function ms(ns) { return sprintf("%9.2f ms", ns / 1e6) }
 END {
 	for (k in v) m[k] = median(v[k])
 	printf "%-28s %s\n", "exec true (median)", "per call"
-	n = split("worker session-per-call xcrypto-conn-per-call openssh-per-call worker-cold-start", keys, " ")
+	n = split("worker worker-ping session-per-call xcrypto-conn-per-call openssh-per-call worker-cold-start", keys, " ")
 	for (i = 1; i <= n; i++) printf "%-28s %s\n", keys[i], ms(m[keys[i]])
 	print ""
 	printf "session per call      / worker = %6.1fx\n", m["session-per-call"] / m["worker"]

@@ -14,20 +14,29 @@ import (
 // sshd of the benchmark's own on loopback): the persistent ssh worker
 // (jailed there), a new session on one open connection, a new
 // x/crypto/ssh connection per call, and the OpenSSH client per call. The
-// last three run `true` unjailed. bench/ssh.sh prints the ratios.
+// last three run `true` unjailed. worker-ping is the protocol's round trip
+// through the connection alone. bench/ssh.sh prints the ratios.
 func BenchmarkSSHExecTrue(b *testing.B) {
 	d := startSSHD(b)
+	w, err := Start(context.Background(), &Options{Workspace: b.TempDir(), Sandbox: d.sandbox(), StartTimeout: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
 	b.Run("worker", func(b *testing.B) {
-		w, err := Start(context.Background(), &Options{Workspace: b.TempDir(), Sandbox: d.sandbox(), StartTimeout: 30 * time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Close()
 		r := w.Runner()
 		spec := command.Spec{Argv: []string{"/bin/true"}, Timeout: 10 * time.Second}
 		for b.Loop() {
 			if res, err := r.Run(context.Background(), spec); err != nil || res.ExitCode != 0 {
 				b.Fatal(res, err)
+			}
+		}
+	})
+	// The protocol's round trip alone (no process started).
+	b.Run("worker-ping", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := w.Ping(context.Background()); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
