@@ -34,10 +34,11 @@ import (
 //
 // Who may connect: the directory is 0700 and the socket 0600, both owned
 // by the user; on top of that every connection's SO_PEERCRED must show the
-// server's uid and a process in the server's user namespace. A jailed
-// command runs in a user namespace of its own (bubblewrap --unshare-user),
-// so even a jail that could see the socket (a workspace holding the
-// control directory) is refused. Commands sent here run through the same
+// server's uid and a process in the server's user and PID namespaces. A
+// jailed command runs in namespaces of its own (bubblewrap --unshare-user
+// and --unshare-pid; a docker container shares the host's user namespace
+// but has a PID namespace of its own), so even a jail that could see the
+// socket (a workspace holding the control directory) is refused. Commands sent here run through the same
 // Manager.Runner as the server's own tool calls: inside the jail, never
 // beside it.
 
@@ -189,7 +190,7 @@ type ControlServer struct {
 	srv     *http.Server
 	log     *slog.Logger
 	uid     int
-	userNS  string
+	selfNS  string
 	started time.Time
 	targets map[string]controlTarget
 	done    chan struct{}
@@ -215,12 +216,12 @@ func ListenControl(dir string, targets []ControlTarget, log *slog.Logger) (*Cont
 		return nil, err
 	}
 	removeStale(dir)
-	self, err := os.Readlink("/proc/self/ns/user")
+	self, err := namespacesOf("self")
 	if err != nil {
-		return nil, fmt.Errorf("failed to read this process's user namespace: %w", err)
+		return nil, fmt.Errorf("failed to read this process's namespaces: %w", err)
 	}
 	c := &ControlServer{
-		log: log, uid: os.Getuid(), userNS: self, started: time.Now(),
+		log: log, uid: os.Getuid(), selfNS: self, started: time.Now(),
 		targets: map[string]controlTarget{}, done: make(chan struct{}),
 	}
 	for _, t := range targets {
@@ -308,11 +309,11 @@ func (c *ControlServer) checkConn(conn net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrPeerRefused, err)
 	}
-	return checkPeer(cred, c.uid, c.userNS, userNSOf)
+	return checkPeer(cred, c.uid, c.selfNS, peerNamespaces)
 }
 
-// checkPeer admits a peer of uid whose process is in the user namespace
-// selfNS (as nsOf tells).
+// checkPeer admits a peer of uid whose process is in the namespaces selfNS
+// (as nsOf tells).
 func checkPeer(cred *unix.Ucred, uid int, selfNS string, nsOf func(pid int32) (string, error)) error {
 	if cred == nil {
 		return fmt.Errorf("%w: no peer credentials", ErrPeerRefused)
@@ -325,16 +326,29 @@ func checkPeer(cred *unix.Ucred, uid int, selfNS string, nsOf func(pid int32) (s
 	}
 	ns, err := nsOf(cred.Pid)
 	if err != nil {
-		return fmt.Errorf("%w: cannot read the peer's user namespace: %v", ErrPeerRefused, err)
+		return fmt.Errorf("%w: cannot read the peer's namespaces: %v", ErrPeerRefused, err)
 	}
 	if ns != selfNS {
-		return fmt.Errorf("%w: the peer (pid %d) runs in another user namespace (%s, a jail?)", ErrPeerRefused, cred.Pid, ns)
+		return fmt.Errorf("%w: the peer (pid %d) runs in other namespaces (%s, a jail?)", ErrPeerRefused, cred.Pid, ns)
 	}
 	return nil
 }
 
-func userNSOf(pid int32) (string, error) {
-	return os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
+func peerNamespaces(pid int32) (string, error) {
+	return namespacesOf(strconv.Itoa(int(pid)))
+}
+
+// namespacesOf names the user and PID namespaces of /proc/PROC.
+func namespacesOf(proc string) (string, error) {
+	var out []string
+	for _, ns := range []string{"user", "pid"} {
+		l, err := os.Readlink("/proc/" + proc + "/ns/" + ns)
+		if err != nil {
+			return "", err
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, " "), nil
 }
 
 func peerCred(conn net.Conn) (*unix.Ucred, error) {

@@ -404,7 +404,7 @@ func TestControlRefusesOtherUser(t *testing.T) {
 
 // TestControlJailCannotConnect puts the control directory inside the
 // workspace, so the socket is in the jail, and knocks from a jailed
-// command: the user namespace check refuses it.
+// command: the namespace check refuses it.
 func TestControlJailCannotConnect(t *testing.T) {
 	needJail(t)
 	t.Parallel()
@@ -431,7 +431,7 @@ func TestControlJailCannotConnect(t *testing.T) {
 	if !strings.Contains(res.Output, "answer") {
 		t.Fatalf("the jailed peer could not connect, so the namespace check was not exercised:\n%s", res.Output)
 	}
-	if !strings.Contains(res.Output, "403 Forbidden") || !strings.Contains(res.Output, "another user namespace") {
+	if !strings.Contains(res.Output, "403 Forbidden") || !strings.Contains(res.Output, "runs in other namespaces") {
 		t.Errorf("a jailed command reached the control endpoint:\n%s", res.Output)
 	}
 	if _, err := os.Stat("/tmp/escaped-" + strconv.Itoa(os.Getpid())); err == nil {
@@ -445,9 +445,11 @@ func TestCheckPeer(t *testing.T) {
 	nsOf := func(pid int32) (string, error) {
 		switch pid {
 		case 10:
-			return "user:[1]", nil
+			return "user:[1] pid:[1]", nil
 		case 11:
-			return "user:[2]", nil
+			return "user:[2] pid:[2]", nil
+		case 13:
+			return "user:[1] pid:[3]", nil
 		}
 		return "", os.ErrNotExist
 	}
@@ -459,11 +461,12 @@ func TestCheckPeer(t *testing.T) {
 		{"same user, same namespace", &unix.Ucred{Pid: 10, Uid: 1000}, true},
 		{"other uid", &unix.Ucred{Pid: 10, Uid: 0}, false},
 		{"other namespace (a jail)", &unix.Ucred{Pid: 11, Uid: 1000}, false},
+		{"same user namespace, other PID namespace (a container)", &unix.Ucred{Pid: 13, Uid: 1000}, false},
 		{"process not visible", &unix.Ucred{Pid: 0, Uid: 1000}, false},
 		{"namespace unreadable", &unix.Ucred{Pid: 12, Uid: 1000}, false},
 		{"no credentials", nil, false},
 	} {
-		err := checkPeer(c.cred, 1000, "user:[1]", nsOf)
+		err := checkPeer(c.cred, 1000, "user:[1] pid:[1]", nsOf)
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrPeerRefused)) {
 			t.Errorf("%s: %v", c.name, err)
 		}

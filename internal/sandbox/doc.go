@@ -36,9 +36,11 @@
 // warden processes (warden exec, warden sandbox status) on a control
 // socket (control.go): HTTP over a unix socket in a 0700 directory of the
 // user, each connection admitted only if SO_PEERCRED shows the server's uid
-// and a process in the server's user namespace. A jailed command has a
-// user namespace of its own, so it is refused even where it can see the
-// socket; commands sent there run through the same worker, in the jail.
+// and a process in the server's user and PID namespaces. A jailed command
+// has namespaces of its own (a docker container shares the host's user
+// namespace, not its PID namespace), so it is refused even where it can
+// see the socket; commands sent there run through the same worker, in the
+// jail.
 //
 // Inside the jail the worker still opens the workspace through
 // internal/workspace, so confinement, masks and protected paths hold for

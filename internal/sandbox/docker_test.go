@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,6 +142,20 @@ func dockerProbe(args []string) string {
 			keep = append(keep, b)
 		}
 		return fmt.Sprintf("allocated %d MiB", len(keep))
+	case "control-status":
+		// GET /v1/status on a warden serve's control socket.
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", args[1])
+			},
+		}}
+		resp, err := c.Get("http://warden/v1/status")
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		resp.Body.Close()
+		return strconv.Itoa(resp.StatusCode)
 	case "connect":
 		c, err := net.DialTimeout("tcp", args[1], 3*time.Second)
 		if err != nil {
@@ -617,6 +633,31 @@ func TestDocker(t *testing.T) {
 		w.Close()
 		if got := d.containers(t, dir); len(got) != 0 {
 			t.Errorf("containers after Close: %v", got)
+		}
+	})
+
+	// A container shares the host's user namespace: a jail that can reach
+	// the control socket of its user's warden serve (a workspace holding
+	// the control directory, as ~/.local/state/warden/run is when the
+	// workspace is the home directory) must still be refused, or it could
+	// run commands in the jails of the other workspaces that serve holds.
+	t.Run("control socket", func(t *testing.T) {
+		w, dir := d.start(t, nil, nil, nil)
+		ctl := filepath.Join(dir, "run")
+		c, err := ListenControl(ctl, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// The serve runs as the workspace's owner, as a user's own does.
+		c.uid = testUID
+		for _, p := range []string{ctl, c.Path()} {
+			if err := os.Chown(p, testUID, testGID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if res := probe(t, w, "control-status", c.Path()); res.Output != "403\n" {
+			t.Errorf("the jail asked the control socket for the status: %q (exit %d), want 403", res.Output, res.ExitCode)
 		}
 	})
 
