@@ -184,3 +184,42 @@ func TestWebhookNoRetryOn4xx(t *testing.T) {
 		t.Errorf("%d calls for a 400, want 1", calls.Load())
 	}
 }
+
+// The risk summary carries file contents (a write's diff shows the old
+// lines too): a secret in it is redacted before it reaches the webhook,
+// as the arguments' are.
+func TestWebhookRedactsRisk(t *testing.T) {
+	t.Parallel()
+	secret := []byte("0123456789abcdef-secret")
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		bodies <- body
+	}))
+	defer srv.Close()
+	wh, err := NewWebhook(srv.URL, secret, &WebhookOptions{Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wh.Close()
+	p := &Pending{ID: "abc", Tool: "write_file", Args: json.RawMessage(`{"path":".env","content":"DEBUG=1\n"}`),
+		Risk: "--- a/.env\n+++ b/.env\n@@ -1,2 +1 @@\n-OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz123456\n-AWS=AKIAABCDEFGHIJKLMNOP\n+DEBUG=1\n"}
+	if err := wh.Notify(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	select {
+	case body = <-bodies:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not delivered")
+	}
+	for _, s := range []string{"sk-proj-abcdefghijklmnop", "AKIAABCDEFGHIJKLMNOP"} {
+		if strings.Contains(string(body), s) {
+			t.Errorf("secret %q of the risk sent to the webhook: %s", s, body)
+		}
+	}
+	var got WebhookEvent
+	if err := json.Unmarshal(body, &got); err != nil || !strings.Contains(got.Request.Risk, "+DEBUG=1") {
+		t.Errorf("risk not delivered readable: %v %+v", err, got.Request)
+	}
+}

@@ -42,7 +42,9 @@
 //     backoff and jitter up to a bounded number of attempts, then logged
 //     and dropped. Close delivers what is queued until a deadline.
 //   - Messages carry no secret: arguments go through audit.Sanitize and are
-//     cut short; a secret env value or key-shaped string is redacted. Agent
+//     cut short, the risk (whose diff shows file contents) through
+//     audit.Excerpt, the webhook's too; a secret env value or key-shaped
+//     string is redacted. Agent
 //     text is escaped for each service's markup: Slack's & < >, Discord's
 //     markdown and mentions (and allowed_mentions parses none), none for
 //     Telegram (plain text, no parse_mode); the arguments sit in code

@@ -23,6 +23,9 @@ func Sign(secret, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// webhookRiskMax cuts the risk summary a webhook receives, in runes.
+const webhookRiskMax = 4000
+
 // WebhookOptions tune a Webhook; nil means the defaults.
 type WebhookOptions = NotifyOptions
 
@@ -67,6 +70,8 @@ func (w *Webhook) withPage(pageURL string) *Webhook { w.pageURL = pageURL; retur
 func (w *Webhook) Notify(_ context.Context, p *Pending) error {
 	q := *p
 	q.Args = audit.Sanitize(p.Args, 1000)
+	// The risk carries file contents (a write's diff shows old lines too).
+	q.Risk = audit.Excerpt(p.Risk, webhookRiskMax)
 	body, err := json.Marshal(&WebhookEvent{
 		Event: "approval.requested", SentAt: time.Now().UTC().Format(time.RFC3339Nano), Request: &q,
 		Decide: []string{"warden approvals approve " + p.ID, "warden approvals deny " + p.ID + " --reason R",
