@@ -272,16 +272,23 @@ func removeStaleContainers(ctx context.Context, d *dockerCLI, ws string) error {
 }
 
 // mountArg renders one --mount value; fields are CSV, so paths holding
-// commas or quotes survive.
-func mountArg(fields ...string) string {
+// commas or quotes survive. A field the docker client would read back
+// otherwise (encoding/csv turns a quoted CR LF into LF) is refused: the
+// mount would land on another path and leave the named one uncovered.
+func mountArg(fields ...string) (string, error) {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
 	w.Write(fields)
 	w.Flush()
-	return strings.TrimSuffix(b.String(), "\n")
+	v := strings.TrimSuffix(b.String(), "\n")
+	back, err := csv.NewReader(strings.NewReader(v)).Read()
+	if err != nil || !slices.Equal(back, fields) {
+		return "", fmt.Errorf("cannot pass %q to docker --mount (a path holding CR LF?); warden will not start a container that would mount another path", fields)
+	}
+	return v, nil
 }
 
-func bindMount(src, dst string, readonly bool) string {
+func bindMount(src, dst string, readonly bool) (string, error) {
 	f := []string{"type=bind", "source=" + src, "target=" + dst, "bind-propagation=rprivate"}
 	if readonly {
 		f = append(f, "readonly")
@@ -409,6 +416,14 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 	}
 	writable := []string{"/tmp", JailHome}
 	readable := []string{JailExe, "/opt", "/etc"}
+	var mountErr error
+	mount := func(src, dst string, readonly bool) string {
+		v, err := bindMount(src, dst, readonly)
+		if err != nil && mountErr == nil {
+			mountErr = err
+		}
+		return v
+	}
 	args := []string{
 		"run", "-i", "--rm", "--init", "--name", p.name,
 		"--label", dockerLabelWorkspace + "=" + ws,
@@ -425,8 +440,8 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 		"--user", fmt.Sprintf("%d:%d", uid, gid),
 		"--workdir", ws,
 		"--log-driver", "none",
-		"--mount", bindMount(o.Executable, JailExe, true),
-		"--mount", bindMount(ws, ws, s.Lockdown),
+		"--mount", mount(o.Executable, JailExe, true),
+		"--mount", mount(ws, ws, s.Lockdown),
 	}
 	if s.Lockdown {
 		readable = append(readable, ws)
@@ -452,7 +467,7 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 			if _, err := os.Stat(abs); err != nil {
 				continue // as bwrap's --bind-try: a missing path is absent
 			}
-			args = append(args, "--mount", bindMount(abs, abs, pl.ro))
+			args = append(args, "--mount", mount(abs, abs, pl.ro))
 			if pl.ro {
 				readable = append(readable, abs)
 			} else {
@@ -461,14 +476,17 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 		}
 	}
 	for _, r := range m.protect {
-		args = append(args, "--mount", bindMount(r, r, true))
+		args = append(args, "--mount", mount(r, r, true))
 	}
 	// Docker mounts parents before children, so these cover the binds above.
 	for _, d := range m.dirs {
-		args = append(args, "--mount", bindMount(emptyDir, d, true))
+		args = append(args, "--mount", mount(emptyDir, d, true))
 	}
 	for _, f := range m.files {
-		args = append(args, "--mount", bindMount(emptyFile, f, true))
+		args = append(args, "--mount", mount(emptyFile, f, true))
+	}
+	if mountErr != nil {
+		return nil, mountErr
 	}
 	for _, kv := range JailEnv(o.HostEnv, o.EnvAllowlist) {
 		args = append(args, "--env", kv)

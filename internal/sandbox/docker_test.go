@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -636,6 +637,39 @@ func TestDocker(t *testing.T) {
 		}
 	})
 
+	// Mount values are CSV: names holding commas, quotes, '=' or newlines
+	// are masked as written; one holding CR LF (which the docker client
+	// reads back as LF) must not leave the file readable.
+	t.Run("mask names", func(t *testing.T) {
+		names := []string{".env.a,b", ".env.\"q\"", ".env.x=y,readonly=false", ".env. lead", ".env.nl\nx", ".env.lonecr\rx"}
+		files := map[string]string{}
+		for _, n := range append(names, ".env.cr\r\nx") {
+			files[n] = "SECRET=hunter2\n"
+		}
+		dir := d.workspace(t, files)
+		w, err := Start(context.Background(), &Options{Workspace: dir, HostEnv: d.env, StartTimeout: time.Minute,
+			Sandbox: &config.Sandbox{Enabled: true, Backend: BackendDocker, DockerImage: d.image}})
+		if err == nil {
+			defer w.Close()
+			res, _ := w.Runner().Run(context.Background(), command.Spec{Argv: []string{"cat", ".env.cr\r\nx"}, Timeout: 20 * time.Second})
+			t.Fatalf("started with a mask docker cannot name; cat read %q", res.Output)
+		}
+		if !strings.Contains(err.Error(), "--mount") {
+			t.Errorf("error does not say why: %v", err)
+		}
+		if n := d.containers(t, dir); len(n) != 0 {
+			t.Errorf("containers left behind: %v", n)
+		}
+		delete(files, ".env.cr\r\nx")
+		w, _ = d.start(t, nil, files, nil)
+		for _, n := range names {
+			res, err := w.Runner().Run(context.Background(), command.Spec{Argv: []string{"cat", n}, Timeout: 20 * time.Second})
+			if err != nil || strings.Contains(res.Output, "hunter2") {
+				t.Errorf("cat %q: %q, %v", n, res.Output, err)
+			}
+		}
+	})
+
 	// A container shares the host's user namespace: a jail that can reach
 	// the control socket of its user's warden serve (a workspace holding
 	// the control directory, as ~/.local/state/warden/run is when the
@@ -1063,4 +1097,31 @@ func FuzzOwnerGone(f *testing.F) {
 			t.Fatalf("label %q of another boot id called gone", label)
 		}
 	})
+}
+
+func TestDockerMountArg(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{
+		{"/w/plain", true}, {"/w/a,b", true}, {`/w/"q"`, true}, {"/w/x=y,readonly=false", true},
+		{"/w/ lead", true}, {"/w/nl\nx", true}, {"/w/cr\rx", true}, {"/w/trail\r", true},
+		{"/w/crlf\r\nx", false}, {"/w/end\r\n", false},
+	} {
+		v, err := bindMount(c.path, c.path, true)
+		if (err == nil) != c.ok {
+			t.Errorf("bindMount(%q): %q, %v", c.path, v, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		// What the docker client reads back.
+		back, err := csv.NewReader(strings.NewReader(v)).Read()
+		want := []string{"type=bind", "source=" + c.path, "target=" + c.path, "bind-propagation=rprivate", "readonly"}
+		if err != nil || !cmp.Equal(back, want) {
+			t.Errorf("bindMount(%q) = %q reads back as %q, %v", c.path, v, back, err)
+		}
+	}
 }
