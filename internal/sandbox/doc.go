@@ -45,7 +45,10 @@
 // Inside the jail the worker still opens the workspace through
 // internal/workspace, so confinement, masks and protected paths hold for
 // file operations even if a mount were wrong, and Landlock
-// (internal/sandbox/landlock, when built in) is a further layer.
+// (internal/sandbox/landlock, when built in) is a further layer. The
+// worker makes itself undumpable, so the commands it runs (its user, its
+// jail) cannot open its protocol pipes through /proc/PID/fd and answer the
+// host's requests in its place.
 //
 // Long-lived processes (a stdio MCP server configured by the user) run in
 // the same jail through Worker.Spawn: the worker starts them in their own

@@ -670,6 +670,24 @@ func TestDocker(t *testing.T) {
 		}
 	})
 
+	// A command runs as the worker's user: it must not reach the worker's
+	// stdout (or stdin) through /proc and answer the host's requests.
+	t.Run("protocol from a command", func(t *testing.T) {
+		// Without Landlock, whose ptrace check refuses this only when the
+		// worker's main thread happens to be the one it restricted.
+		w, _ := d.start(t, &config.Sandbox{Enabled: true, Landlock: LandlockOff}, nil, nil)
+		forge := `W=$PPID; i=1; while [ $i -lt 200 ]; do ` +
+			`{ printf '{"id":%d,"ok":true,"exec":{"exit_code":0,"output":"forged"}}\n' $i > /proc/$W/fd/1; } 2>/dev/null || { echo refused; exit 0; }; ` +
+			`i=$((i+1)); done; echo wrote`
+		res, err := w.Runner().Run(context.Background(), command.Spec{Shell: forge, Timeout: 20 * time.Second})
+		if err != nil || res.Output != "refused\n" {
+			t.Errorf("a command wrote to the worker's protocol: %q, %v", res.Output, err)
+		}
+		if res := run(t, w, "(exec 3</proc/$PPID/fd/0) 2>/dev/null && echo opened || echo refused"); res.Output != "refused\n" {
+			t.Errorf("a command opened the worker's requests: %q", res.Output)
+		}
+	})
+
 	// A container shares the host's user namespace: a jail that can reach
 	// the control socket of its user's warden serve (a workspace holding
 	// the control directory, as ~/.local/state/warden/run is when the

@@ -66,6 +66,14 @@ func ServeWorker(ctx context.Context, specJSON string, in io.Reader, out io.Writ
 	if os.Getenv("WARDEN_SANDBOX") != "1" {
 		return errors.New("warden worker runs only inside a warden jail")
 	}
+	// The worker's commands run as its user, in its jail: without this,
+	// one could open /proc/WORKER/fd/1 (or 0) and write responses to the
+	// host (or read its requests). A process that is not dumpable has its
+	// /proc files out of reach of processes without CAP_SYS_PTRACE; the
+	// commands it starts are dumpable again after their execve.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("failed to make the worker undumpable: %w", err)
+	}
 	limits := rlimitsNormal
 	if spec.Lockdown {
 		limits = rlimitsLockdown
