@@ -51,7 +51,28 @@
 // from another origin (Origin, Sec-Fetch-Site); the sign-in form has its
 // own double-submit token. A missing or unknown cookie gets the sign-in
 // page (GET) or 401 (POST, the page's data); refusals are audited like
-// bad tokens. Pages carry a Content-Security-Policy without inline script
+// bad tokens, and a refused CSRF token gets the sign-in page (403).
+//
+// The cookie is not the only secret a decision needs. Browsers do not
+// separate cookies by port, and 127.0.0.1:3000 is the same site as
+// 127.0.0.1:8080, so SameSite does not keep the cookie from a server an
+// agent runs on this host: a supervisor who opens it in the same browser
+// sends it the cookie, and it can replay the cookie without Origin or
+// Sec-Fetch headers. So the CSRF token is in no response to a GET (no
+// meta tag, no form value): it is handed out once, in the answer to the
+// sign-in POST, which needed the supervisor's secret token. The page's
+// script keeps it in localStorage, which is per origin (scheme, host and
+// port: another port cannot read it), fills it into each form as it is
+// submitted, and forgets it on the sign-in page (after sign-out, an ended
+// session or a refused token) and on a 401. Deciding therefore needs
+// JavaScript; the page says so in a <noscript> note. What the cookie alone
+// still gives: every GET — the queue, each request with its arguments and
+// diff, the grants, the history and audit trail, the event stream — so a
+// replayed cookie READS everything the supervisor can. Sign out before
+// browsing servers an agent runs, or keep the page in its own browser
+// profile, or open it under a host name used for nothing else (the cookie
+// is host-only: set by warden.localhost:8080, it goes to that host on any
+// port, never to 127.0.0.1:3000 or localhost:3000). Pages carry a Content-Security-Policy without inline script
 // or style, nosniff, no-referrer and frame denial. Every string from a
 // request (arguments, paths, diff lines, reasons) is escaped by
 // html/template; the page's script moves only server-rendered fragments
@@ -71,5 +92,8 @@
 // replicas do not share them. An open event stream is checked at connect
 // only: signing out does not close a stream already open in another tab.
 // Behind a proxy that terminates TLS (--insecure-public) the cookie is
-// not marked Secure. The history search reads the latest 5000 audit rows.
+// not marked Secure. A replayed cookie is not detected: it reads the
+// pages until the session ends. Any page of the same site may send the
+// browser to /signin, which forgets the stored token: deciding then
+// needs signing in again (a nuisance, not a decision). The history search reads the latest 5000 audit rows.
 package server

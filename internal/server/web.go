@@ -303,7 +303,9 @@ func (w *web) form(h pageHandler) http.Handler {
 		}
 		if !tokenEqual(tok, s.csrf) {
 			w.s.b.AuditAuthFailure(r.Context(), http.StatusForbidden, r.Method+" "+r.URL.Path+" from "+r.RemoteAddr+": missing or wrong CSRF token")
-			http.Error(rw, "refused: missing or wrong CSRF token (reload the page)", http.StatusForbidden)
+			// The sign-in page: its script forgets the stored token, and
+			// signing in again is the only way to get a new one.
+			w.renderSignin(rw, r, http.StatusForbidden, "Refused: this browser did not send the decision token of your session. Sign in again.")
 			return
 		}
 		h(rw, r, s)
@@ -311,12 +313,11 @@ func (w *web) form(h pageHandler) http.Handler {
 }
 
 // signinPage shows the sign-in form with a fresh double-submit token, so a
-// sign-in cannot be forged from another site either.
+// sign-in cannot be forged from another site either. It shows it to a
+// signed-in browser too: signing in again is how a browser that lost its
+// stored CSRF token gets a new one (the page's script forgets the stored
+// token on this page).
 func (w *web) signinPage(rw http.ResponseWriter, r *http.Request) {
-	if w.session(r) != nil {
-		http.Redirect(rw, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
-		return
-	}
 	w.renderSignin(rw, r, http.StatusOK, "")
 }
 
@@ -348,11 +349,18 @@ func (w *web) signin(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.endSession(r) // never keep a session id chosen before sign-in
-	sid, _ := w.newSession(id)
+	sid, sess := w.newSession(id)
 	setCookie(rw, r, signinCookie, "", -1)
 	setCookie(rw, r, sessionCookie, sid, int(SessionMax/time.Second))
 	w.s.log.Info("supervisor signed in to the page", "supervisor", id, "remote", r.RemoteAddr)
-	http.Redirect(rw, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
+	// The only response that ever carries the session's CSRF token: it
+	// answers a POST that needed the supervisor's secret token, so the
+	// cookie alone (replayed by a server on another port of this host,
+	// which the browser sent it to) never yields it. The page's script
+	// keeps it in the origin's localStorage and goes on to next.
+	w.render(rw, http.StatusOK, "signedin.html", map[string]any{
+		"Title": "Signed in", "HandoffCSRF": sess.csrf, "Next": safeNext(r.PostForm.Get("next")),
+	})
 }
 
 func (w *web) signout(rw http.ResponseWriter, r *http.Request, s *webSession) {

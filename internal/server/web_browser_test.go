@@ -352,13 +352,51 @@ func TestBrowser(t *testing.T) {
 			fetch('/requests/`+a.ID+`/approve', {method: 'POST'}).then(r => r.status),
 			fetch('/requests/`+a.ID+`/approve', {method: 'POST', headers: {'X-CSRF-Token': 'forged'}}).then(r => r.status),
 			fetch('/requests/`+a.ID+`/approve', {method: 'POST', credentials: 'omit',
-				headers: {'X-CSRF-Token': document.querySelector('meta[name=csrf-token]').content}}).then(r => r.status),
+				headers: {'X-CSRF-Token': localStorage.getItem('warden-csrf')}}).then(r => r.status),
 		])`, chromedp.EvalAwaitPromise)
 		if !slices.Equal(codes, []int{403, 403, 401}) {
 			t.Errorf("refusals: %v, want [403 403 401]", codes)
 		}
+		// The token is in this origin's storage, and in no page a GET returns.
+		leaks := eval[[]bool](t, ctx, `(async () => {
+			const tok = localStorage.getItem('warden-csrf') || '';
+			const pages = await Promise.all(['/', '/history', '/requests/`+a.ID+`', '/cards/`+a.ID+`', '/grants'].map(p => fetch(p).then(r => r.text())));
+			return [tok.length === 43, document.documentElement.outerHTML.includes(tok)].concat(pages.map(p => p.includes(tok)));
+		})()`, chromedp.EvalAwaitPromise)
+		if !slices.Equal(leaks, []bool{true, false, false, false, false, false, false}) {
+			t.Errorf("[stored token, in the DOM, in /, /history, /requests, /cards, /grants]: %v, want a stored token found nowhere else", leaks)
+		}
+		// Without the stored token (another browser profile, cleared
+		// storage) a click decides nothing and the page says why.
+		tok := eval[string](t, ctx, `localStorage.getItem('warden-csrf')`)
+		eval[bool](t, ctx, `(localStorage.removeItem('warden-csrf'), true)`)
+		step(t, ctx, "approve without the stored token",
+			chromedp.Click(chromedp.CSS(card(a.ID)+" form.approve button")),
+			chromedp.WaitVisible(chromedp.CSS("#notice")),
+		)
+		if txt := eval[string](t, ctx, `document.getElementById('notice').textContent`); !strings.Contains(txt, "sign in again") {
+			t.Errorf("notice %q", txt)
+		}
+		// A wrong stored token: refused with the sign-in form, which forgets
+		// it; signing in again stores the new session's token.
+		eval[bool](t, ctx, `(localStorage.setItem('warden-csrf', '`+strings.Repeat("x", 43)+`'), true)`)
+		step(t, ctx, "approve with a wrong stored token",
+			chromedp.Click(chromedp.CSS(card(a.ID)+" form.approve button")),
+			chromedp.WaitVisible(chromedp.CSS("#token")),
+		)
+		if txt := eval[string](t, ctx, `document.querySelector('.flash-error').textContent`); !strings.Contains(txt, "Sign in again") {
+			t.Errorf("refusal says %q", txt)
+		}
+		if left := eval[string](t, ctx, `localStorage.getItem('warden-csrf') || ''`); left != "" {
+			t.Errorf("the refused token is still stored: %q", left)
+		}
 		if got, _ := f.st.Get(t.Context(), a.ID); got.State != store.Pending {
 			t.Fatalf("a refused POST decided the request: %s", got.State)
+		}
+		step(t, ctx, "sign in again", chromedp.SendKeys(chromedp.CSS("#token"), aliceTok), chromedp.Submit(chromedp.CSS("#token")),
+			chromedp.WaitVisible(chromedp.CSS("#queue")))
+		if fresh := eval[string](t, ctx, `localStorage.getItem('warden-csrf') || ''`); len(fresh) != 43 || fresh == tok {
+			t.Errorf("after signing in again the stored token is %q (the old one was %q)", fresh, tok)
 		}
 		if _, err := f.b.Decide(t.Context(), a.ID, "bob", false, "cleanup"); err != nil {
 			t.Fatal(err)
@@ -459,6 +497,20 @@ func TestBrowser(t *testing.T) {
 			if err := writeAtomic(filepath.Join(*screenshots, "supervisor-history.png"), png); err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+
+	t.Run("sign out forgets the stored token", func(t *testing.T) {
+		goHome(t, ctx, base)
+		if eval[string](t, ctx, `localStorage.getItem('warden-csrf') || ''`) == "" {
+			t.Fatal("no stored token while signed in")
+		}
+		step(t, ctx, "sign out", chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.CSS("#token")))
+		if left := eval[string](t, ctx, `localStorage.getItem('warden-csrf') || ''`); left != "" {
+			t.Errorf("the token is still stored after sign-out")
+		}
+		if loc := eval[string](t, ctx, `location.pathname`); loc != "/signin" {
+			t.Errorf("after sign-out the page is %s", loc)
 		}
 	})
 }

@@ -30,18 +30,12 @@ type grantView struct {
 	Args      string
 	Left      string
 	ExpiresMS int64
-	CSRF      string
 }
 
 func (w *web) activeGrants(r *http.Request) ([]grantView, error) {
 	gs, err := w.s.b.Grants(r.Context())
 	if err != nil {
 		return nil, err
-	}
-	s := w.session(r)
-	csrf := ""
-	if s != nil {
-		csrf = s.csrf
 	}
 	now := w.now()
 	out := make([]grantView, 0, len(gs))
@@ -50,7 +44,7 @@ func (w *web) activeGrants(r *http.Request) ([]grantView, error) {
 			continue
 		}
 		out = append(out, grantView{G: g, Args: prettyArgs(g.Args), Left: fmtLeft(g.ExpiresAt.Sub(now)),
-			ExpiresMS: g.ExpiresAt.UnixMilli(), CSRF: csrf})
+			ExpiresMS: g.ExpiresAt.UnixMilli()})
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func parsePages() map[string]*template.Template {
 		"short": shortID,
 	}
 	pages := map[string]*template.Template{}
-	for _, p := range []string{"signin.html", "queue.html", "request.html", "history.html"} {
+	for _, p := range []string{"signin.html", "signedin.html", "queue.html", "request.html", "history.html"} {
 		pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(webFS,
 			"web/templates/layout.html", "web/templates/card.html", "web/templates/"+p))
 	}
@@ -68,7 +68,7 @@ func (w *web) render(rw http.ResponseWriter, code int, page string, data any) {
 // base is what every signed-in page's layout needs.
 func (w *web) base(r *http.Request, s *webSession, title string) map[string]any {
 	return map[string]any{
-		"Title": title, "Supervisor": s.supervisor, "CSRF": s.csrf, "Flash": w.takeFlash(s),
+		"Title": title, "Supervisor": s.supervisor, "Flash": w.takeFlash(s),
 		"Path": r.URL.Path, "Grants": grantsEnabled,
 	}
 }
@@ -82,14 +82,16 @@ type cardView struct {
 	Expired   bool
 	Left      string
 	ExpiresMS int64
-	CSRF      string
 	Next      string
 	Grants    bool
 }
 
-func (w *web) cardOf(a *store.Approval, s *webSession, next string) cardView {
+// cardOf renders a request's card. Its forms carry an empty csrf field
+// that the page's script fills from the browser's storage: no response to
+// a GET ever holds the session's CSRF token (see doc.go).
+func (w *web) cardOf(a *store.Approval, next string) cardView {
 	now := w.now()
-	v := cardView{A: a, Args: prettyArgs(a.Args), Risk: riskLines(a.Risk), CSRF: s.csrf, Next: next,
+	v := cardView{A: a, Args: prettyArgs(a.Args), Risk: riskLines(a.Risk), Next: next,
 		ExpiresMS: a.ExpiresAt.UnixMilli(), Grants: grantsEnabled}
 	v.Pending = a.State == store.Pending && now.Before(a.ExpiresAt)
 	v.Expired = a.State == store.Pending && !v.Pending
@@ -141,7 +143,7 @@ func (w *web) queue(rw http.ResponseWriter, r *http.Request, s *webSession) {
 	}
 	cards := make([]cardView, len(list))
 	for i, a := range list {
-		cards[i] = w.cardOf(a, s, "/")
+		cards[i] = w.cardOf(a, "/")
 	}
 	data["Cards"] = cards
 	if grantsEnabled {
@@ -184,23 +186,22 @@ func (w *web) request(rw http.ResponseWriter, r *http.Request, s *webSession) {
 		return
 	}
 	data := w.base(r, s, "Request "+shortID(a.ID))
-	data["Card"] = w.cardOf(a, s, "/requests/"+a.ID)
+	data["Card"] = w.cardOf(a, "/requests/"+a.ID)
 	w.render(rw, http.StatusOK, "request.html", data)
 }
 
 // card is one request's card alone, fetched by the page's script when the
 // event stream says the request changed.
 func (w *web) card(rw http.ResponseWriter, r *http.Request, _ string) {
-	s := w.session(r)
 	a := w.lookup(rw, r)
-	if a == nil || s == nil {
+	if a == nil {
 		return
 	}
 	next := "/"
 	if n := r.URL.Query().Get("next"); n != "" {
 		next = safeNext(n)
 	}
-	w.render(rw, http.StatusOK, "card", w.cardOf(a, s, next))
+	w.render(rw, http.StatusOK, "card", w.cardOf(a, next))
 }
 
 func (w *web) decide(approve bool) pageHandler {

@@ -122,9 +122,27 @@ func (b *browser) do(method, path string, form url.Values, hdr map[string]string
 	return resp, string(data)
 }
 
+// hiddenCSRF is the sign-in form's own double-submit token.
 var hiddenCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// signIn signs in with token and returns the session's CSRF token.
+var (
+	handoffCSRF = regexp.MustCompile(`<meta name="csrf-token" content="([^"]+)">`)
+	continueRe  = regexp.MustCompile(`<a id="continue" href="([^"]+)">`)
+)
+
+// signedIn reads the answer to a successful sign-in POST: the session's
+// CSRF token (handed out there only) and where the page goes next.
+func signedIn(t testing.TB, resp *http.Response, page string) (csrf, next string) {
+	t.Helper()
+	m, n := handoffCSRF.FindStringSubmatch(page), continueRe.FindStringSubmatch(page)
+	if resp.StatusCode != http.StatusOK || m == nil || n == nil {
+		t.Fatalf("sign-in: %d, want 200 with the CSRF token and a link on:\n%s", resp.StatusCode, page)
+	}
+	return m[1], n[1]
+}
+
+// signIn signs in with token and returns the session's CSRF token, taken
+// from the answer to the sign-in POST as the page's script takes it.
 func (b *browser) signIn(token string) string {
 	b.t.Helper()
 	_, page := b.do("GET", "/signin", nil, nil)
@@ -132,16 +150,12 @@ func (b *browser) signIn(token string) string {
 	if m == nil {
 		b.t.Fatalf("no form token on the sign-in page:\n%s", page)
 	}
-	resp, _ := b.do("POST", "/signin", url.Values{"csrf": {m[1]}, "token": {token}}, nil)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		b.t.Fatalf("sign-in: %d → %q", resp.StatusCode, resp.Header.Get("Location"))
+	resp, page := b.do("POST", "/signin", url.Values{"csrf": {m[1]}, "token": {token}}, nil)
+	csrf, next := signedIn(b.t, resp, page)
+	if next != "/" {
+		b.t.Fatalf("sign-in goes on to %q, want /", next)
 	}
-	_, page = b.do("GET", "/", nil, nil)
-	m = hiddenCSRF.FindStringSubmatch(page)
-	if m == nil {
-		b.t.Fatalf("no CSRF token on the queue page:\n%s", page)
-	}
-	return m[1]
+	return csrf
 }
 
 func TestWebHeadersAndNoInlineScript(t *testing.T) {
@@ -152,12 +166,7 @@ func TestWebHeadersAndNoInlineScript(t *testing.T) {
 	f.newRequest(t)
 	for _, path := range []string{"/signin", "/", "/history", "/static/app.js", "/static/style.css"} {
 		resp, body := b.do("GET", path, nil, nil)
-		if path == "/signin" {
-			// signed in: sent on to the queue
-			if resp.StatusCode != http.StatusSeeOther {
-				t.Errorf("%s while signed in: %d", path, resp.StatusCode)
-			}
-		} else if resp.StatusCode != 200 {
+		if resp.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, body)
 		}
 		got := map[string]string{}
@@ -250,9 +259,10 @@ func TestWebSignIn(t *testing.T) {
 	if len(rows) < len(cases) {
 		t.Errorf("%d refused sign-ins audited, want %d", len(rows), len(cases))
 	}
-	resp, _ = b.do("POST", "/signin", url.Values{"csrf": {tok}, "token": {aliceTok}, "next": {"/history"}}, nil)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/history" {
-		t.Fatalf("sign-in: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	resp, page = b.do("POST", "/signin", url.Values{"csrf": {tok}, "token": {aliceTok}, "next": {"/history"}}, nil)
+	csrf, next := signedIn(t, resp, page)
+	if next != "/history" {
+		t.Fatalf("sign-in goes on to %q, want /history", next)
 	}
 	var sc *http.Cookie
 	for _, c := range resp.Cookies() {
@@ -267,7 +277,6 @@ func TestWebSignIn(t *testing.T) {
 	if !strings.Contains(page, `class="who">alice<`) {
 		t.Errorf("queue page does not name alice")
 	}
-	csrf := hiddenCSRF.FindStringSubmatch(page)[1]
 	// Sign out: the old cookie no longer works, even replayed.
 	if resp, _ := b.do("POST", "/signout", url.Values{"csrf": {csrf}}, nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-out: %d", resp.StatusCode)
@@ -363,6 +372,118 @@ func TestWebDecisionGuards(t *testing.T) {
 		if loc := resp.Header.Get("Location"); loc != "/" {
 			t.Errorf("next=%q redirected to %q", next, loc)
 		}
+	}
+}
+
+// TestWebCookieAloneCannotDecide replays the session cookie the way a
+// server on another port of the same host can: the browser sends it the
+// cookie (cookies are not separated by port, and 127.0.0.1:3000 is the
+// same site as 127.0.0.1:8080, so SameSite does not help), and that server
+// asks the page with it, without Origin or Sec-Fetch headers. Every page a
+// GET returns must lack the session's CSRF token, and nothing scraped from
+// them may decide a request or revoke a grant.
+func TestWebCookieAloneCannotDecide(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	alice := newBrowser(t, f)
+	csrf := alice.signIn(aliceTok)
+	id := f.newRequestIn(t, "sess-r")
+	// An active grant, so the grant list and its revoke forms are rendered.
+	granted := f.newRequestIn(t, "sess-g")
+	if resp, body := alice.do("POST", "/requests/"+granted+"/grant", url.Values{"csrf": {csrf}, "minutes": {"5"}}, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("grant: %d %s", resp.StatusCode, body)
+	}
+	gs, err := f.b.Grants(t.Context())
+	if err != nil || len(gs) != 1 {
+		t.Fatalf("grants: %v %v", gs, err)
+	}
+	grant := gs[0].ID
+	u, _ := url.Parse(f.srv.URL)
+	var cookie string
+	for _, c := range alice.c.Jar.Cookies(u) {
+		if c.Name == sessionCookie {
+			cookie = c.Value
+		}
+	}
+	if cookie == "" {
+		t.Fatal("no session cookie after sign-in")
+	}
+	// The replaying client: the cookie, nothing else.
+	replay := func(method, path string, form url.Values, hdr map[string]string) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), method, f.srv.URL+path, body)
+		req.Header.Set("Cookie", sessionCookie+"="+cookie)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	candidates := map[string]bool{"": true}
+	tokenish := regexp.MustCompile(`[A-Za-z0-9_-]{20,}`)
+	for _, p := range []string{"/", "/history", "/history?event=grant_created", "/requests/" + id, "/requests/" + granted,
+		"/cards/" + id, "/grants", "/signin"} {
+		code, page := replay("GET", p, nil, nil)
+		if code != http.StatusOK {
+			t.Errorf("GET %s with the cookie alone: %d (the replay is meant to read the page)", p, code)
+		}
+		if strings.Contains(page, csrf) {
+			t.Errorf("GET %s with the cookie alone returns the session's CSRF token", p)
+		}
+		if m := handoffCSRF.FindStringSubmatch(page); m != nil {
+			t.Errorf("GET %s carries a csrf-token meta tag", p)
+		}
+		for _, tok := range tokenish.FindAllString(page, -1) {
+			candidates[tok] = true
+		}
+		for _, m := range regexp.MustCompile(`name="csrf"[^>]*value="([^"]*)"`).FindAllStringSubmatch(page, -1) {
+			candidates[m[1]] = true
+		}
+	}
+	if len(candidates) < 2 {
+		t.Fatalf("nothing scraped: the pages were not read")
+	}
+	tried := 0
+	for tok := range candidates {
+		for _, c := range []struct {
+			path string
+			form url.Values
+			hdr  map[string]string
+		}{
+			{"/requests/" + id + "/approve", url.Values{"csrf": {tok}}, nil},
+			{"/requests/" + id + "/approve", url.Values{}, map[string]string{csrfHeader: tok}},
+			{"/requests/" + id + "/grant", url.Values{"csrf": {tok}, "minutes": {"60"}}, nil},
+			{"/grants/" + grant + "/revoke", url.Values{"csrf": {tok}}, nil},
+		} {
+			tried++
+			if code, body := replay("POST", c.path, c.form, c.hdr); code != http.StatusForbidden {
+				t.Errorf("POST %s with the cookie and a scraped token (%d chars): %d, want 403\n%s", c.path, len(tok), code, body)
+			}
+		}
+	}
+	if a, _ := f.st.Get(t.Context(), id); a.State != store.Pending {
+		t.Fatalf("the replayed cookie decided the request: %s by %s", a.State, a.DecidedBy)
+	}
+	if gs, _ := f.b.Grants(t.Context()); len(gs) != 1 || !gs[0].Active(time.Now()) {
+		t.Fatalf("the replayed cookie revoked the grant: %+v", gs)
+	}
+	t.Logf("%d POSTs with %d scraped values refused", tried, len(candidates))
+	// The token the sign-in answer handed out still decides: the guard is
+	// the token, not the cookie.
+	if code, body := replay("POST", "/requests/"+id+"/approve", url.Values{}, map[string]string{csrfHeader: csrf}); code != http.StatusOK {
+		t.Fatalf("with the handed-out token: %d %s", code, body)
 	}
 }
 
@@ -529,7 +650,7 @@ func FuzzRiskLines(f *testing.F) {
 		var buf strings.Builder
 		a := &store.Approval{ID: strings.Repeat("a", 32), Tool: risk, Args: json.RawMessage(`{}`), Risk: risk, Agent: risk, State: store.Pending,
 			ExpiresAt: time.Now().Add(time.Minute)}
-		v := cardView{A: a, Args: risk, Risk: lines, Pending: true, CSRF: "c", Next: "/"}
+		v := cardView{A: a, Args: risk, Risk: lines, Pending: true, Next: "/"}
 		if err := pages["card"].ExecuteTemplate(&buf, "card", v); err != nil {
 			t.Fatal(err)
 		}
@@ -602,18 +723,17 @@ func TestWebTLSCookie(t *testing.T) {
 	b.c.Transport = srv.Client().Transport
 	_, page := b.do("GET", "/signin", nil, nil)
 	tok := hiddenCSRF.FindStringSubmatch(page)[1]
-	resp, _ := b.do("POST", "/signin", url.Values{"csrf": {tok}, "token": {aliceTok}}, nil)
+	resp, page := b.do("POST", "/signin", url.Values{"csrf": {tok}, "token": {aliceTok}}, nil)
+	csrf, _ := signedIn(t, resp, page)
 	var secure bool
 	for _, c := range resp.Cookies() {
 		if c.Name == sessionCookie {
 			secure = c.Secure && c.HttpOnly && c.SameSite == http.SameSiteStrictMode
 		}
 	}
-	if resp.StatusCode != http.StatusSeeOther || !secure {
-		t.Fatalf("sign-in over TLS: %d, Secure HttpOnly SameSite=Strict cookie: %v", resp.StatusCode, secure)
+	if !secure {
+		t.Fatalf("sign-in over TLS: no Secure HttpOnly SameSite=Strict cookie")
 	}
-	_, page = b.do("GET", "/", nil, nil)
-	csrf := hiddenCSRF.FindStringSubmatch(page)[1]
 	id := f.newRequest(t)
 	u, _ := url.Parse(srv.URL)
 	r, _ := b.do("POST", "/requests/"+id+"/approve", url.Values{"csrf": {csrf}}, map[string]string{"Origin": "http://" + u.Host})

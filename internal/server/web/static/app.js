@@ -4,7 +4,49 @@
 // (DOMParser + adoptNode) and sets text with textContent: never innerHTML.
 'use strict';
 (function () {
-  var meta = document.querySelector('meta[name="csrf-token"]');
+  // The session's CSRF token is handed out once, in the answer to the
+  // sign-in POST (which needed the supervisor's secret token), never in a
+  // page a GET returns: a server on another port of this host that the
+  // browser sent the session cookie to can read every page with it, but
+  // cannot read this origin's localStorage (scheme, host and port).
+  var KEY = 'warden-csrf';
+  function stored() {
+    try { return localStorage.getItem(KEY) || ''; } catch (e) { return ''; }
+  }
+  function forget() {
+    try { localStorage.removeItem(KEY); } catch (e) { /* storage disabled */ }
+  }
+
+  var handoff = document.querySelector('meta[name="csrf-token"]');
+  if (handoff) {
+    try { localStorage.setItem(KEY, handoff.getAttribute('content')); } catch (e) { /* deciding will say why */ }
+    handoff.remove();
+    var cont = document.getElementById('continue');
+    location.replace(cont ? cont.getAttribute('href') : '/');
+    return;
+  }
+  // The sign-in page: signed out, session ended, or a refused token.
+  if (document.getElementById('signin')) forget();
+
+  var notice = document.getElementById('notice');
+  function warn(text) {
+    if (notice) { notice.textContent = text; notice.hidden = false; }
+  }
+
+  // Every state-changing form (decisions, revoke, sign-out) gets the
+  // stored token in its empty csrf field as it is submitted.
+  document.addEventListener('submit', function (e) {
+    var slot = e.target.querySelector && e.target.querySelector('input[data-csrf]');
+    if (!slot) return;
+    var tok = stored();
+    if (!tok) {
+      e.preventDefault();
+      warn('This browser holds no token for the forms of your session (it is kept only in the browser you signed in with): sign in again.');
+      return;
+    }
+    slot.value = tok;
+  }, true);
+
   var queue = document.getElementById('queue');
   var one = document.getElementById('one');
   var live = document.getElementById('live');
@@ -33,7 +75,7 @@
   tick();
   setInterval(tick, 1000);
 
-  if (!meta || (!queue && !one)) return;
+  if (!document.querySelector('.who') || (!queue && !one)) return;
 
   function say(text) {
     if (live) live.textContent = text;
@@ -53,6 +95,7 @@
   function fragment(url) {
     return fetch(url, { credentials: 'same-origin', headers: { 'Accept': 'text/html' } }).then(function (r) {
       if (r.status === 401) {
+        forget();
         say('Your session ended: sign in again.');
         return null;
       }
