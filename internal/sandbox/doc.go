@@ -130,6 +130,14 @@
 //
 // # Non-goals and known limits
 //
+//   - The jail's first process (bubblewrap's init, docker-init) holds the
+//     worker's protocol pipes as its stdin and stdout. Where Landlock is
+//     enforced, a command cannot open /proc/1/fd/0 or /proc/1/fd/1; on a
+//     kernel without Landlock it can, and could then forge answers to the
+//     host or read its requests (the worker itself is not dumpable, so its
+//     own /proc/self/fd are out of reach). `warden doctor` lists a missing
+//     Landlock as degraded; landlock = "on" refuses to start without it.
+//     Moving the protocol off the init's stdio is planned.
 //   - Glob masks ("**/*.pem") are resolved when the worker starts: a match a
 //     command creates later is visible to commands in that jail (the file
 //     tools still refuse it). A file hard-linked to a masked file is not
