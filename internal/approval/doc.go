@@ -57,7 +57,15 @@
 //     group in chat_ids is told but never decides. Any other update that
 //     tries to decide is refused, audited (auth_failure; at most a few
 //     rows per chat per minute, so a flood cannot bloat the chain) and
-//     changes nothing. A denial needs a reason (`/deny ID reason: …`, or a reply to
+//     changes nothing. Telegram approves only what its message showed
+//     whole: when the arguments or the risk were cut to fit, the message
+//     offers Deny alone and points at the page (or `warden approvals
+//     show ID`), and an approval from Telegram (a button press, forged or
+//     not, or /approve) is refused, judged on the stored request. The Bot
+//     API is reached over https (plain http only to a loopback address),
+//     so the token never crosses a network in clear. The messages kept to
+//     edit after a decision are bounded (expired requests, then the
+//     oldest, are forgotten). A denial needs a reason (`/deny ID reason: …`, or a reply to
 //     the question the Deny button asks). Updates are long-polled (no
 //     public URL); an update id already handled is ignored, and a decision
 //     is the store's conditional update, so a replay or a late press answers

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wardenhq/warden/internal/audit"
 )
@@ -35,19 +36,28 @@ type summary struct {
 	Left                                            time.Duration
 	Expires                                         time.Time
 	Link                                            string
+	// Cut is true when Args or Risk is an excerpt: the message does not
+	// show the whole call, so it must not be approved from the message.
+	Cut bool
 }
 
 func summarize(p *Pending, pageURL string, now time.Time) summary {
+	args := readableJSON(audit.Sanitize(p.Args, msgArgsMax))
+	risk := audit.Excerpt(p.Risk, msgTextMax)
 	s := summary{
 		ID:        Printable(p.ID, 64),
 		Tool:      Printable(p.Tool, msgToolMax),
-		Args:      Printable(readableJSON(audit.Sanitize(p.Args, msgArgsMax)), msgArgsMax),
-		Risk:      Printable(audit.Excerpt(p.Risk, msgTextMax), msgTextMax),
+		Args:      Printable(args, msgArgsMax),
+		Risk:      Printable(risk, msgTextMax),
 		Workspace: Printable(audit.Excerpt(p.Workspace, msgTextMax), msgTextMax),
 		Agent:     Printable(p.Agent, msgToolMax),
 		Session:   Printable(p.Session, 8),
 		Expires:   p.ExpiresAt.UTC(),
 		Link:      RequestLink(pageURL, p.ID),
+		// A string Sanitize or Excerpt cut ends in "... (N chars total)"
+		// past the limit, so the text is longer than the limit whenever
+		// anything was cut, here or by Printable.
+		Cut: utf8.RuneCountInString(args) > msgArgsMax || utf8.RuneCountInString(risk) > msgTextMax,
 	}
 	if !p.ExpiresAt.IsZero() {
 		s.Left = max(p.ExpiresAt.Sub(now).Round(time.Second), 0)
@@ -92,6 +102,15 @@ func (s summary) timeLeft() string {
 		return ""
 	}
 	return fmt.Sprintf("%s (expires %s)", s.Left, s.Expires.Format("2006-01-02 15:04:05 UTC"))
+}
+
+// tooLong says where to read a request the message shows only an excerpt
+// of: its page, or the CLI without a page URL.
+func (s summary) tooLong() string {
+	if s.Link != "" {
+		return "Too long to show here; review it on the page: " + s.Link
+	}
+	return "Too long to show here; review it with: warden approvals show " + s.ID
 }
 
 // plainText is the message for plain-text channels (Telegram, email):

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -31,10 +32,12 @@ func TelegramSupervisor(chatID int64) string {
 }
 
 // Decider decides requests on behalf of a channel that takes answers
-// (Telegram). *Broker is one.
+// (Telegram). *Broker is one. Store is where the channel reads a request
+// before approving it: it approves only what its message showed whole.
 type Decider interface {
 	Decide(ctx context.Context, id, supervisor string, approve bool, reason string) (*store.Approval, error)
 	AuditAuthFailure(ctx context.Context, status int, what string)
+	Store() store.Store
 }
 
 // TelegramOptions configure a Telegram channel.
@@ -61,6 +64,12 @@ type TelegramOptions struct {
 // notifications but never decide: a group member is not a known person.
 // Anything else is refused, audited as an auth failure, and changes
 // nothing.
+//
+// What may be approved: only a request whose arguments and risk the
+// message showed whole. When either was cut to fit, the message has no
+// Approve or grant button and points at the page (or `warden approvals
+// show`), and an approval from Telegram (button, forged callback or
+// /approve) is refused, judged on the stored request; Deny still works.
 type Telegram struct {
 	api, token  string
 	chats       []int64
@@ -70,11 +79,12 @@ type Telegram struct {
 	box         *outbox
 	pollClient  *http.Client
 
-	mu   sync.Mutex
-	sent map[string][]tgSent // request id → notifications this process sent
-	seen map[int64]bool      // update ids handled (replays are ignored)
-	ring []int64             // seen, oldest first, bounded
-	next int64               // the next getUpdates offset
+	mu      sync.Mutex
+	sent    map[string]*tgSentReq // request id → notifications this process sent, at most tgMaxSent
+	sentSeq uint64                // order of first notification, for evicting the oldest
+	seen    map[int64]bool        // update ids handled (replays are ignored)
+	ring    []int64               // seen, oldest first, bounded
+	next    int64                 // the next getUpdates offset
 
 	refusedAt time.Time     // start of the current refusal-audit window
 	refused   map[int64]int // refusals audited in that window, by chat
@@ -86,6 +96,13 @@ type Telegram struct {
 }
 
 type tgSent struct{ chat, msg int64 }
+
+// tgSentReq is what settle needs of one request: the messages to edit.
+type tgSentReq struct {
+	msgs    []tgSent
+	expires time.Time // the request's expiry; zero if none
+	seq     uint64
+}
 
 const (
 	tgMaxSeen = 4096
@@ -107,19 +124,45 @@ func NewTelegram(o TelegramOptions) (*Telegram, error) {
 	if o.APIURL == "" {
 		o.APIURL = DefaultTelegramAPI
 	}
-	if u, err := url.Parse(o.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("telegram api_url %q is not an http(s) URL", o.APIURL)
+	if err := checkTelegramAPI(o.APIURL); err != nil {
+		return nil, err
 	}
 	if o.PollTimeout <= 0 {
 		o.PollTimeout = 30 * time.Second
 	}
 	t := &Telegram{
 		api: strings.TrimRight(o.APIURL, "/"), token: o.Token, chats: slices.Clone(o.ChatIDs), pageURL: o.PageURL,
-		pollTimeout: o.PollTimeout, o: o.Notify.withDefaults(), sent: map[string][]tgSent{}, seen: map[int64]bool{},
+		pollTimeout: o.PollTimeout, o: o.Notify.withDefaults(), sent: map[string]*tgSentReq{}, seen: map[int64]bool{},
 	}
 	t.pollClient = &http.Client{Transport: t.o.Client.Transport, Timeout: o.PollTimeout + 15*time.Second}
 	t.box = newOutbox("telegram", t.o)
 	return t, nil
+}
+
+// checkTelegramAPI accepts an https Bot API base URL, or plain http to a
+// loopback address only: over plain http the token (in every URL path)
+// travels in clear and anyone on the path can answer getUpdates with
+// forged decisions.
+func checkTelegramAPI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("security.approval.telegram.api_url %q is not an https URL", raw)
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("security.approval.telegram.api_url %q is plain http to a host that is not this machine: "+
+			"the bot token would travel in clear and updates could be forged; use https (http is allowed only to 127.0.0.0/8, ::1 or localhost)", u.Redacted())
+	}
+	return nil
+}
+
+// isLoopbackHost is true for "localhost" and loopback IP literals
+// (127.0.0.0/8, ::1); not for names that merely resolve there.
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // The Bot API's shapes, as far as warden reads them.
@@ -247,10 +290,16 @@ type Granter interface {
 	ApproveWithGrant(ctx context.Context, id, supervisor, reason string, d time.Duration) (*store.Approval, *store.Grant, error)
 }
 
-func tgKeyboard(p *Pending) map[string]any {
+// tgKeyboard is the message's buttons: Deny only when the message shows an
+// excerpt of the call (cut), which must not be approved from here.
+func tgKeyboard(p *Pending, cut bool) map[string]any {
+	deny := map[string]string{"text": "❌ Deny", "callback_data": tgDeny + ":" + p.ID}
+	if cut {
+		return map[string]any{"inline_keyboard": [][]map[string]string{{deny}}}
+	}
 	rows := [][]map[string]string{{
 		{"text": "✅ Approve", "callback_data": tgApprove + ":" + p.ID},
-		{"text": "❌ Deny", "callback_data": tgDeny + ":" + p.ID},
+		deny,
 	}}
 	if p.Session != "" { // a grant is scoped to a session
 		rows = append(rows, []map[string]string{{"text": "✅ Approve + allow this exact call for 15 min", "callback_data": tgGrant + ":" + p.ID}})
@@ -260,11 +309,16 @@ func tgKeyboard(p *Pending) map[string]any {
 
 // Notify implements Channel: one message per supervisor chat, queued.
 func (t *Telegram) Notify(_ context.Context, p *Pending) error {
-	text := summarize(p, t.pageURL, time.Now()).plainText("Approve or deny with the buttons, or reply /approve " + p.ID +
-		" or /deny " + p.ID + " reason: …")
+	sum := summarize(p, t.pageURL, time.Now())
+	decide := "Approve or deny with the buttons, or reply /approve " + p.ID + " or /deny " + p.ID + " reason: …"
+	if sum.Cut {
+		decide = sum.tooLong() + "\nIt cannot be approved from Telegram. Deny with the button, or reply /deny " + p.ID + " reason: …"
+	}
+	text := sum.plainText(decide)
+	expires := p.ExpiresAt
 	var errs []error
 	for _, chat := range t.chats {
-		params := map[string]any{"chat_id": chat, "text": text, "reply_markup": tgKeyboard(p),
+		params := map[string]any{"chat_id": chat, "text": text, "reply_markup": tgKeyboard(p, sum.Cut),
 			"link_preview_options": map[string]bool{"is_disabled": true}}
 		id := p.ID
 		errs = append(errs, t.box.enqueue(delivery{what: fmt.Sprintf("message for request %s to chat %d", p.ID, chat),
@@ -273,20 +327,43 @@ func (t *Telegram) Notify(_ context.Context, p *Pending) error {
 				if err := t.call(ctx, t.o.Client, "sendMessage", params, &m); err != nil {
 					return err
 				}
-				t.remember(id, tgSent{chat: chat, msg: m.MessageID})
+				t.remember(id, tgSent{chat: chat, msg: m.MessageID}, expires, time.Now())
 				return nil
 			}}))
 	}
 	return errors.Join(errs...)
 }
 
-func (t *Telegram) remember(id string, s tgSent) {
+// remember records a notification of request id so that a decision made
+// through Telegram edits it. Requests decided elsewhere are never settled
+// here, so the map is bounded: when full, requests expired by now are
+// dropped, then the oldest; a new notification is always remembered.
+func (t *Telegram) remember(id string, s tgSent, expires, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.sent[id]; !ok && len(t.sent) >= tgMaxSent {
+	if r, ok := t.sent[id]; ok {
+		r.msgs = append(r.msgs, s)
 		return
 	}
-	t.sent[id] = append(t.sent[id], s)
+	if len(t.sent) >= tgMaxSent {
+		for k, r := range t.sent {
+			if !r.expires.IsZero() && now.After(r.expires) {
+				delete(t.sent, k)
+			}
+		}
+	}
+	for len(t.sent) >= tgMaxSent {
+		oldest, first := "", true
+		var seq uint64
+		for k, r := range t.sent {
+			if first || r.seq < seq {
+				oldest, seq, first = k, r.seq, false
+			}
+		}
+		delete(t.sent, oldest)
+	}
+	t.sentSeq++
+	t.sent[id] = &tgSentReq{msgs: []tgSent{s}, expires: expires, seq: t.sentSeq}
 }
 
 // reply queues a plain message to chat.
@@ -307,7 +384,10 @@ func (t *Telegram) reply(chat int64, text string, extra map[string]any) {
 // without buttons.
 func (t *Telegram) settle(id string, msg *tgMessage, outcome string) {
 	t.mu.Lock()
-	sent := t.sent[id]
+	var sent []tgSent
+	if r := t.sent[id]; r != nil {
+		sent = r.msgs
+	}
 	delete(t.sent, id)
 	t.mu.Unlock()
 	type target struct {
@@ -547,6 +627,11 @@ func (t *Telegram) handleCallback(ctx context.Context, d Decider, u *tgUpdate, c
 			map[string]any{"reply_markup": map[string]any{"force_reply": true, "input_field_placeholder": "reason for the denial"}})
 		return
 	}
+	if why, short := t.cannotApprove(ctx, d, id); why != "" {
+		t.answerCallback(ctx, cb.ID, "Not approved: "+short)
+		t.reply(chat.ID, "Request "+id+" was not approved. "+why, nil)
+		return
+	}
 	var msg, outcome string
 	if action == tgGrant {
 		msg, outcome = t.grant(ctx, d, id, sup)
@@ -557,6 +642,29 @@ func (t *Telegram) handleCallback(ctx context.Context, d Decider, u *tgUpdate, c
 	if outcome != "" {
 		t.settle(id, cb.Message, outcome)
 	}
+}
+
+// cannotApprove says why request id may not be approved from Telegram
+// (why, and short enough for a button's answer), or "" when it may. It reads the stored request (never what the update
+// claims): a pending request whose arguments or risk a message shows only
+// in part cannot be approved here, whatever button or command says so. A
+// request already decided goes on to Decide, which refuses it and says
+// who decided; one that cannot be read is not approved.
+func (t *Telegram) cannotApprove(ctx context.Context, d Decider, id string) (why, short string) {
+	a, err := d.Store().Get(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", "" // Decide answers "No such request."
+	case err != nil:
+		t.o.Logger.Warn("telegram: cannot read the request to approve", "id", id, "err", err)
+		return "warden could not read it: " + Printable(err.Error(), 150), "warden could not read the request."
+	case a.State != store.Pending:
+		return "", ""
+	}
+	if s := summarize(pendingOf(a), t.pageURL, time.Now()); s.Cut {
+		return s.tooLong(), "too long to show here; see the reply for where to review it."
+	}
+	return "", ""
 }
 
 // grant approves id with a TelegramGrant, when d can.
@@ -639,6 +747,12 @@ func (t *Telegram) handleMessage(ctx context.Context, d Decider, u *tgUpdate, m 
 		if cmd.verb == "deny" && cmd.reason == "" {
 			t.reply(m.Chat.ID, "A denial needs a reason: /deny "+cmd.id+" reason: …", nil)
 			return
+		}
+		if cmd.verb == "approve" {
+			if why, _ := t.cannotApprove(ctx, d, cmd.id); why != "" {
+				t.reply(m.Chat.ID, "Request "+cmd.id+" was not approved. "+why, map[string]any{"reply_parameters": map[string]any{"message_id": m.MessageID, "allow_sending_without_reply": true}})
+				return
+			}
 		}
 		answer, outcome := t.decide(ctx, d, cmd.id, sup, cmd.verb == "approve", cmd.reason)
 		t.reply(m.Chat.ID, "Request "+cmd.id+": "+answer, map[string]any{"reply_parameters": map[string]any{"message_id": m.MessageID, "allow_sending_without_reply": true}})
