@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
 BENCHTIME=${BENCHTIME:-300x}
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)  (2 shared cores: numbers move with the load)"
-out=$(go test -run '^$' -bench 'ExecTrue|ReadFile4K|WriteFile4K|ColdStart' \
+out=$(go test -run '^$' -bench '^Benchmark(ExecTrue|ReadFile4K|WriteFile4K|ColdStart)$' \
 	-benchtime "$BENCHTIME" -count "$COUNT" ./internal/sandbox)
 echo "# load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "${RAW:-}" ]; then echo "$out" > "$RAW"; fi
