@@ -30,14 +30,17 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var mcpWorkspaces []string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the approvals API and MCP over HTTP (bearer-token protected, loopback by default)",
-		Long: `Serve the approvals REST API (/api/approvals, with an SSE stream) and, for each
---mcp-workspace NAME=DIR, warden's tools over MCP streamable HTTP at /mcp/NAME.
+		Short: "Serve the supervisor page, the approvals API and MCP over HTTP (loopback by default)",
+		Long: `Serve the supervisor page at / (sign in with a supervisor's token), the
+approvals REST API (/api/approvals, /api/grants, with an SSE stream) and, for
+each --mcp-workspace NAME=DIR, warden's tools over MCP streamable HTTP at
+/mcp/NAME.
 
 API calls need a supervisor's bearer token (security.approval.supervisors'
 token_env). MCP clients need a token of their own, from the environment:
 WARDEN_MCP_TOKEN_<CLIENT>=<token> (at least 20 characters). A workspace with a
-[sandbox] section keeps one jailed worker while the server runs. With
+[sandbox] section keeps one jailed worker while the server runs; warden exec
+and warden sandbox status reach it through a private unix socket. With
 "telegram" in notify_channels, the server takes the supervisors' answers
 from Telegram (long polling: no public URL needed).`,
 		Args: cobra.NoArgs,
