@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,8 +267,17 @@ func TestStreamKilledOnClose(t *testing.T) {
 			if _, err := io.ReadFull(p.Stdout(), line); err != nil {
 				t.Fatal(err)
 			}
-			if got := jailPIDs(w); len(got) < 3 {
-				t.Fatalf("jail processes: %q", got)
+			// "up" can arrive before the background children have exec'd
+			// their sleeps (they still show as forks of sh): wait for them.
+			var got []string
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				got = jailPIDs(w)
+				if len(got) >= 3 && slices.Contains(got, "sleep 1000") && slices.Contains(got, "sleep 1001") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("jail processes: %q", got)
+				}
 			}
 			switch how {
 			case "close":
