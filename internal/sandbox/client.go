@@ -525,12 +525,16 @@ func (w *Worker) read(stdout io.Reader) {
 	}
 }
 
+// errNotSent marks a call that failed before its request left: the worker
+// was already gone, so nothing of it can have run.
+var errNotSent = errors.New("the request was not sent")
+
 // call sends req and waits for its response, ctx's end or timeout. A
 // timeout kills the worker: its state is unknown, so it is replaced.
 func (w *Worker) call(ctx context.Context, req *Request, timeout time.Duration) (*Response, error) {
 	select {
 	case <-w.dead:
-		return nil, w.deadErr
+		return nil, fmt.Errorf("%w: %w", w.deadErr, errNotSent)
 	default:
 	}
 	w.touch()
@@ -548,11 +552,15 @@ func (w *Worker) call(ctx context.Context, req *Request, timeout time.Duration) 
 	w.pending[req.ID] = ch
 	w.mu.Unlock()
 	w.wmu.Lock()
-	_, err = w.stdin.Write(append(line, '\n'))
+	n, err := w.stdin.Write(append(line, '\n'))
 	w.wmu.Unlock()
 	if err != nil {
 		w.forget(req.ID)
 		w.kill()
+		if n == 0 {
+			// Not a byte left (a pipe whose reader is gone): nothing ran.
+			return nil, fmt.Errorf("%w: %v: %w", ErrWorkerGone, err, errNotSent)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrWorkerGone, err)
 	}
 	t := time.NewTimer(timeout)

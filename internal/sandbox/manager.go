@@ -141,7 +141,17 @@ func (m *Manager) doer(opts *Options) doer {
 		if err != nil {
 			return nil, err
 		}
-		return w.call(ctx, req, timeout)
+		resp, err := w.call(ctx, req, timeout)
+		if errors.Is(err, errNotSent) {
+			// The worker died between Get and the send (a reset by another
+			// session): nothing ran, so a new worker may take the request.
+			// A request that was sent is never sent again.
+			if w, err = m.Get(ctx, opts); err != nil {
+				return nil, err
+			}
+			return w.call(ctx, req, timeout)
+		}
+		return resp, err
 	}
 }
 

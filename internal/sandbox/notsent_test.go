@@ -1,0 +1,60 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+// fakeProc is a process that is already gone or never answers.
+type fakeProc struct{ exited chan struct{} }
+
+func (p *fakeProc) kill()              {}
+func (p *fakeProc) wait() error        { <-p.exited; return errors.New("exited") }
+func (p *fakeProc) stderrTail() string { return "" }
+func (p *fakeProc) cleanup() error     { return nil }
+
+// A call that fails before its request left is marked as not sent (the
+// Manager may hand it to a new worker); one that was sent never is.
+func TestCallNotSent(t *testing.T) {
+	t.Parallel()
+	o := Options{StartTimeout: time.Second, RequestTimeout: time.Second}
+
+	// The worker is gone before the call.
+	gone := &fakeProc{exited: make(chan struct{})}
+	close(gone.exited)
+	_, pw := io.Pipe()
+	w := newWorker(o, Settings{}, gone, pw)
+	<-w.Done()
+	_, err := w.call(context.Background(), &Request{Op: OpPing}, time.Second)
+	if !errors.Is(err, ErrWorkerGone) || !errors.Is(err, errNotSent) {
+		t.Errorf("call on a dead worker: %v, want ErrWorkerGone and not sent", err)
+	}
+
+	// Its input is closed: not a byte left.
+	live := &fakeProc{exited: make(chan struct{})}
+	pr, pw := io.Pipe()
+	pr.Close()
+	w = newWorker(o, Settings{}, live, pw)
+	_, err = w.call(context.Background(), &Request{Op: OpPing}, time.Second)
+	if !errors.Is(err, ErrWorkerGone) || !errors.Is(err, errNotSent) {
+		t.Errorf("call with a closed input: %v, want ErrWorkerGone and not sent", err)
+	}
+	close(live.exited)
+
+	// Sent, then the worker died: it may have run, so it is not "not sent".
+	dying := &fakeProc{exited: make(chan struct{})}
+	pr, pw = io.Pipe()
+	w = newWorker(o, Settings{}, dying, pw)
+	go func() {
+		buf := make([]byte, 4096)
+		pr.Read(buf) // the request arrives
+		close(dying.exited)
+	}()
+	_, err = w.call(context.Background(), &Request{Op: OpPing}, 5*time.Second)
+	if !errors.Is(err, ErrWorkerGone) || errors.Is(err, errNotSent) {
+		t.Errorf("call whose worker died after the send: %v, want ErrWorkerGone, not marked unsent", err)
+	}
+}
