@@ -78,5 +78,9 @@ var modeRank = map[string]int{ModeYolo: 0, ModeConfirmSensitive: 1, ModeConfirmA
 var policyRank = map[string]int{PolicyAllow: 0, PolicySupervised: 1, PolicyDeny: 2}
 var landlockRank = map[string]int{"off": 0, "auto": 1, "on": 2}
 
+// NotifyChannels are the names notify_channel(s) accept; internal/approval
+// builds each of them (its KnownChannels must stay equal to this list).
+var NotifyChannels = []string{"api", "cli", "webhook", "remote", "page", "slack", "discord", "telegram", "email", "terminal"}
+
 // Sandbox backends.
 var sandboxBackends = []string{"local", "docker", "ssh", "modal"}

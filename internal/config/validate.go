@@ -225,8 +225,15 @@ func (l *layer) validateApproval() {
 	}
 	if l.has(p+".notify_channel") && strings.TrimSpace(a.NotifyChannel) == "" {
 		l.bad(p+".notify_channel", a.NotifyChannel, "must not be empty")
+	} else {
+		l.oneOf(p+".notify_channel", a.NotifyChannel, NotifyChannels...)
 	}
 	l.nonEmpty(p+".notify_channels", a.NotifyChannels)
+	for i, c := range a.NotifyChannels {
+		if strings.TrimSpace(c) != "" && !slices.Contains(NotifyChannels, c) {
+			l.bad(idx(p+".notify_channels", i), c, "must be one of %s", strings.Join(NotifyChannels, ", "))
+		}
+	}
 	if l.has(p+".supervisor_id") && !supervisorIDs.MatchString(a.SupervisorID) {
 		l.bad(p+".supervisor_id", a.SupervisorID, "supervisor ids are made of letters, digits and _ . @ -")
 	}
