@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/internal/workspace"
 )
 
 // Options configure a worker. The zero value of every field but Workspace
@@ -160,30 +159,13 @@ func startLocal(ctx context.Context, op *Options, s Settings) (w *Worker, err er
 	if err != nil {
 		return nil, err
 	}
-	if o.Executable == "" {
-		if o.Executable, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("failed to find the warden executable: %w", err)
-		}
-	}
-	if o.Executable, err = filepath.EvalSymlinks(o.Executable); err != nil {
-		return nil, fmt.Errorf("failed to find the warden executable: %w", err)
-	}
-	ws, err := filepath.Abs(o.Workspace)
-	if err == nil {
-		ws, err = filepath.EvalSymlinks(ws)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("failed to open workspace %s: %w", o.Workspace, err)
-	}
-	o.Workspace = ws
-
-	mask := slices.Concat(workspace.DefaultMask, o.Mask, s.Mask)
-	protect := slices.Concat(workspace.DefaultProtected, o.Protected)
-	m, err := resolveMasks(ws, mask, protect)
-	if err != nil {
+	if err := o.resolvePaths(); err != nil {
 		return nil, err
 	}
-	if err := createPlaceholders(ws, m.placeholders, m.dirs); err != nil {
+	ws := o.Workspace
+
+	m, err := prepareMasks(&o, s)
+	if err != nil {
 		return nil, err
 	}
 	plan := &Plan{

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/wardenhq/warden/internal/workspace"
 )
 
 // The docker backend runs the worker as the main process of one container
@@ -321,22 +319,10 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 			HintMsg: fmt.Sprintf("fetch or build it first (docker pull %s); warden never pulls images itself", image),
 		}
 	}
-	if o.Executable == "" {
-		if o.Executable, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("failed to find the warden executable: %w", err)
-		}
+	if err := o.resolvePaths(); err != nil {
+		return nil, err
 	}
-	if o.Executable, err = filepath.EvalSymlinks(o.Executable); err != nil {
-		return nil, fmt.Errorf("failed to find the warden executable: %w", err)
-	}
-	ws, err := filepath.Abs(o.Workspace)
-	if err == nil {
-		ws, err = filepath.EvalSymlinks(ws)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("failed to open workspace %s: %w", o.Workspace, err)
-	}
-	o.Workspace = ws
+	ws := o.Workspace
 	if slices.Contains(forbiddenWorkspace, ws) {
 		return nil, fmt.Errorf("workspace %q is a system directory; warden will not bind it into a container", ws)
 	}
@@ -356,13 +342,8 @@ func startDocker(ctx context.Context, op *Options, s Settings) (w *Worker, err e
 		}
 	}
 
-	mask := slices.Concat(workspace.DefaultMask, o.Mask, s.Mask)
-	protect := slices.Concat(workspace.DefaultProtected, o.Protected)
-	m, err := resolveMasks(ws, mask, protect)
+	m, err := prepareMasks(&o, s)
 	if err != nil {
-		return nil, err
-	}
-	if err := createPlaceholders(ws, m.placeholders, m.dirs); err != nil {
 		return nil, err
 	}
 	profile, err := dockerSeccompProfile(s.Lockdown)

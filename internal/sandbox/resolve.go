@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/wardenhq/warden/internal/workspace"
 )
 
 // maxMaskWalk bounds the walk that finds existing matches of glob masks. A
@@ -264,4 +266,44 @@ func createPlaceholders(ws string, placeholders, dirs []string) error {
 		}
 	}
 	return nil
+}
+
+// resolvePaths makes o.Executable (default: this program) and o.Workspace
+// absolute paths with every symbolic link resolved, as each backend binds
+// them.
+func (o *Options) resolvePaths() error {
+	var err error
+	if o.Executable == "" {
+		if o.Executable, err = os.Executable(); err != nil {
+			return fmt.Errorf("failed to find the warden executable: %w", err)
+		}
+	}
+	if o.Executable, err = filepath.EvalSymlinks(o.Executable); err != nil {
+		return fmt.Errorf("failed to find the warden executable: %w", err)
+	}
+	ws, err := filepath.Abs(o.Workspace)
+	if err == nil {
+		ws, err = filepath.EvalSymlinks(ws)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to open workspace %s: %w", o.Workspace, err)
+	}
+	o.Workspace = ws
+	return nil
+}
+
+// prepareMasks resolves the workspace defaults, security.mask and
+// sandbox.mask (and the protected paths) against o.Workspace, and creates
+// the placeholders that literal masks of missing paths are mounted over.
+func prepareMasks(o *Options, s Settings) (*masked, error) {
+	mask := slices.Concat(workspace.DefaultMask, o.Mask, s.Mask)
+	protect := slices.Concat(workspace.DefaultProtected, o.Protected)
+	m, err := resolveMasks(o.Workspace, mask, protect)
+	if err != nil {
+		return nil, err
+	}
+	if err := createPlaceholders(o.Workspace, m.placeholders, m.dirs); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
