@@ -18,11 +18,12 @@ import (
 // from elsewhere, through the store": requests then wait without a TTY.
 // "slack", "discord" and "email" link to the page (or name the CLI
 // command); "telegram" decides itself.
-var RemoteChannels = []string{"api", "cli", "webhook", "remote", "page", "slack", "discord", "telegram", "email"}
+var RemoteChannels = slices.DeleteFunc(slices.Clone(KnownChannels), func(c string) bool { return c == "terminal" })
 
-// KnownChannels are the values notify_channel(s) accepts: RemoteChannels
-// and "terminal" (the prompt of the process that asks).
-var KnownChannels = append(slices.Clone(RemoteChannels), "terminal")
+// KnownChannels are the values notify_channel(s) accepts (the config
+// validator's list): RemoteChannels and "terminal" (the prompt of the
+// process that asks).
+var KnownChannels = config.NotifyChannels
 
 // SupervisorIDs lists the configured supervisors: every
 // [[security.approval.supervisors]] id, and supervisor_id (the

@@ -79,7 +79,7 @@ var policyRank = map[string]int{PolicyAllow: 0, PolicySupervised: 1, PolicyDeny:
 var landlockRank = map[string]int{"off": 0, "auto": 1, "on": 2}
 
 // NotifyChannels are the names notify_channel(s) accept; internal/approval
-// builds each of them (its KnownChannels must stay equal to this list).
+// builds each of them (its KnownChannels is this list).
 var NotifyChannels = []string{"api", "cli", "webhook", "remote", "page", "slack", "discord", "telegram", "email", "terminal"}
 
 // Sandbox backends.
