@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/approval/notify"
+	"github.com/wardenhq/warden/internal/approval/notify/telegram"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
@@ -38,16 +41,72 @@ func openApprovalStore(db string) (*store.SQLite, error) {
 	return store.OpenSQLite(db, nil)
 }
 
+// approverOptions are the broker options cfg states, with its channels
+// (notify, telegram) started and the Telegram chats among the supervisors.
+// closeFn closes the channels.
+func approverOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, closeFn func() error, err error) {
+	if o, err = approval.FromConfig(cfg, nil); err != nil {
+		return o, func() error { return nil }, err
+	}
+	ac := &cfg.Security.Approval
+	no := &notify.Options{Logger: log}
+	var chans []notify.Channel
+	closeFn = func() error {
+		var errs []error
+		for _, c := range slices.Backward(chans) {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			closeFn()
+			closeFn = func() error { return nil }
+		}
+	}()
+	add := func(c notify.Channel) {
+		chans = append(chans, c)
+		o.Channels = append(o.Channels, c)
+	}
+	if w, err := notify.WebhookFromConfig(ac, no); err != nil {
+		return o, closeFn, err
+	} else if w != nil {
+		add(w)
+	}
+	for _, name := range approval.NotifyChannels(ac) {
+		if name == "telegram" {
+			t, err := telegram.FromConfig(ac, no)
+			if err != nil {
+				return o, closeFn, err
+			}
+			add(t)
+			for _, id := range telegram.Supervisors(ac) {
+				if !slices.Contains(o.Supervisors, id) {
+					o.Supervisors = append(o.Supervisors, id)
+				}
+			}
+			continue
+		}
+		c, err := notify.FromConfig(ac, name, no)
+		if err != nil {
+			return o, closeFn, err
+		}
+		if c != nil {
+			add(c)
+		}
+	}
+	return o, closeFn, nil
+}
+
 // newApprovalBroker builds the approval broker for cfg on the store st: the
 // terminal prompt when stdin and stderr are a terminal, the configured
 // channels, the supervisors. close releases the channels; st stays open.
 func newApprovalBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
-	o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+	o, closeChannels, err := approverOptions(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	o.Store, o.Logger = st, log
-	o.GrantMax = approval.GrantMax(&cfg.Security.Approval)
 	if mirror != nil {
 		o.Audit = mirror
 	}

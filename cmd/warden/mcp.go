@@ -192,7 +192,7 @@ func mcpApprover(elicit bool) func(ctx context.Context, cfg *config.Config, st *
 // call fails safe), and, with elicit, one that also asks the MCP client.
 // Neither uses the terminal: stdin is the protocol.
 func newMCPApprover(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger, elicit bool) (approval.Approver, func(), error) {
-	o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+	o, closeChannels, err := approverOptions(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}

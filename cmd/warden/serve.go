@@ -69,7 +69,7 @@ from Telegram (long polling: no public URL needed).`,
 		defer st.Close()
 		// Channels that take answers (Telegram) poll here and decide
 		// through this broker; their chats are supervisors too.
-		co, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+		co, closeChannels, err := approverOptions(cfg, log)
 		if err != nil {
 			return err
 		}

@@ -250,7 +250,7 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error
 		return Outcome{State: string(store.Denied)}, err
 	}
 	b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
-	p := pendingOf(a)
+	p := PendingOf(a)
 	for _, ch := range b.o.Channels {
 		if err := ch.Notify(ctx, p); err != nil {
 			b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
@@ -335,7 +335,7 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			ans, err := b.o.Prompt.Prompt(pctx, pendingOf(a))
+			ans, err := b.o.Prompt.Prompt(pctx, PendingOf(a))
 			promptCh <- promptResult{ans, err}
 		}()
 		defer func() { cancel(); <-done }()
