@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -53,7 +54,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 				Tool            string          `json:"tool"`
 				Arguments       json.RawMessage `json:"arguments,omitempty"`
 				SessionID       string          `json:"session_id"`
-				Decision        string          `json:"decision"`
+				Decision        audit.Decision  `json:"decision"`
 				DecidedBy       string          `json:"decided_by"`
 				DecidedAt       time.Time       `json:"decided_at"`
 				Reason          string          `json:"reason"`

@@ -150,7 +150,7 @@ func TestNotifyDeadChannelTimesOut(t *testing.T) {
 	b := approvaltest.Broker(t, approvaltest.Store(t), func(o *approval.Options) { o.Channels = []approval.Channel{ch}; o.Timeout = 300 * time.Millisecond })
 	start := time.Now()
 	out, err := b.Ask(context.Background(), approvaltest.LsReq)
-	if err != nil || out.Approved || out.State != string(store.TimedOut) {
+	if err != nil || out.Approved || out.State != store.TimedOut {
 		t.Fatalf("outcome %+v %v", out, err)
 	}
 	if el := time.Since(start); el > 2*time.Second {

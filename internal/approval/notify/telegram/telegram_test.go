@@ -183,7 +183,7 @@ func TestTelegramDenyCommandAndReplay(t *testing.T) {
 	id := approvaltest.PendingID(t, s)
 	f.push(message(10, supChat, "private", supChat, "/deny "+id+" reason: use make clean"))
 	r := <-res
-	if r.Err != nil || r.Out.State != string(store.Denied) || r.Out.Reason != "use make clean" || r.Out.By != "telegram:111" {
+	if r.Err != nil || r.Out.State != store.Denied || r.Out.Reason != "use make clean" || r.Out.By != "telegram:111" {
 		t.Fatalf("outcome %+v %v", r.Out, r.Err)
 	}
 	f.waitCall("sendMessage", textHas("Request "+id+": Denied."))
@@ -211,7 +211,7 @@ func TestTelegramDenyButtonAsksReason(t *testing.T) {
 		supChat, supChat, supChat, q["text"])
 	f.push(reply)
 	r := <-res
-	if r.Out.State != string(store.Denied) || r.Out.Reason != "the tests are red" {
+	if r.Out.State != store.Denied || r.Out.Reason != "the tests are red" {
 		t.Fatalf("outcome %+v %v", r.Out, r.Err)
 	}
 }
@@ -469,7 +469,7 @@ func TestTelegramCutRequestNotApprovable(t *testing.T) {
 				}
 			}
 			f.push(message(5, supChat, "private", supChat, "/deny "+id+" reason: read it on the page first"))
-			if r := <-res; r.Out.State != string(store.Denied) || r.Out.By != "telegram:111" {
+			if r := <-res; r.Out.State != store.Denied || r.Out.By != "telegram:111" {
 				t.Fatalf("deny: %+v %v", r.Out, r.Err)
 			}
 		})
