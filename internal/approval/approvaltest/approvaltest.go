@@ -33,6 +33,19 @@ func Store(t testing.TB) *store.SQLite {
 	return s
 }
 
+// MemStore opens an in-memory SQLite store, closed when t ends: no file
+// I/O, so it runs inside a synctest bubble, where time.Now and timers are
+// the bubble's.
+func MemStore(t testing.TB) *store.SQLite {
+	t.Helper()
+	s, err := store.OpenSQLite(":memory:", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // Broker is a broker on s whose Supervisors may decide from elsewhere
 // (Remote), with a 5-minute timeout, as changed by mod (nil for none).
 func Broker(t testing.TB, s store.Store, mod func(*approval.Options)) *approval.Broker {

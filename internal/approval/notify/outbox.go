@@ -162,10 +162,6 @@ func (b *Outbox) run() {
 			for {
 				select {
 				case d := <-b.jobs:
-					if b.ctx.Err() != nil {
-						b.o.Logger.Warn("notification abandoned at shutdown", "channel", b.name, "what", d.What)
-						continue
-					}
 					b.deliver(d)
 				default:
 					return
@@ -176,6 +172,10 @@ func (b *Outbox) run() {
 }
 
 func (b *Outbox) deliver(d Delivery) {
+	if b.ctx.Err() != nil { // Close's deadline passed: what is left is dropped
+		b.o.Logger.Warn("notification abandoned at shutdown", "channel", b.name, "what", d.What)
+		return
+	}
 	delay := b.o.Backoff
 	for attempt := 1; ; attempt++ {
 		err := d.Send(b.ctx)
