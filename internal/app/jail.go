@@ -51,11 +51,11 @@ func jailSpawner(c *closers, cfg *config.Config, dir string, log *slog.Logger) f
 	}
 }
 
-// ServeControl offers the sandboxed workspaces of apps to the user's other
+// serveControl offers the sandboxed workspaces of apps to the user's other
 // warden processes (warden exec, warden sandbox status) until the returned
 // function is called. Without it they build jails of their own, so a
 // failure is a warning, not the end of the server.
-func ServeControl(apps []*App, log *slog.Logger) func() {
+func serveControl(apps []*App, log *slog.Logger) func() {
 	var targets []sandbox.ControlTarget
 	for _, a := range apps {
 		if a.jail != nil {

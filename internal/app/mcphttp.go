@@ -24,7 +24,7 @@ type MCPWorkspace struct {
 // workspace's directory, and one engine per MCP session so the audit trail
 // tells sessions apart. Refused logins are audited through b. The
 // sandboxed workspaces' workers are offered to `warden exec` and `warden
-// sandbox status` (ServeControl). close releases it all.
+// sandbox status` (serveControl). close releases it all.
 func MCPHandler(ctx context.Context, base Options, workspaces []MCPWorkspace, b *approval.Broker) (http.Handler, func(), error) {
 	log := base.Logger
 	if log == nil {
@@ -83,6 +83,6 @@ func MCPHandler(ctx context.Context, base Options, workspaces []MCPWorkspace, b 
 		closeAll()
 		return nil, nil, err
 	}
-	closeControl := ServeControl(apps, log)
+	closeControl := serveControl(apps, log)
 	return h, func() { closeControl(); closeAll() }, nil
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/wardenhq/warden/internal/tools"
 )
 
-// PinsPath is the file that pins the trusted tool definitions of the
+// pinsPath is the file that pins the trusted tool definitions of the
 // [[mcp.servers]], in the user's state directory.
-func PinsPath() (string, error) {
+func pinsPath() (string, error) {
 	dir := config.StateDir()
 	if dir == "" {
 		return "", errors.New("failed to find the state directory for the MCP pins (set XDG_STATE_HOME)")
@@ -29,7 +29,7 @@ func PinsPath() (string, error) {
 // sandboxed workspace, a jail of its own for stdio servers. close stops
 // that jail.
 func MCPClientOptions(cfg *config.Config, dir string, log *slog.Logger) (*mcp.ClientOptions, func() error, error) {
-	pp, err := PinsPath()
+	pp, err := pinsPath()
 	if err != nil {
 		return nil, nil, err
 	}
