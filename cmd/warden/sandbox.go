@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/control"
 )
 
 func init() { commands = append(commands, newSandboxCmd) }
@@ -58,7 +59,7 @@ type sandboxStatus struct {
 	Settings  *sandbox.Settings   `json:"settings,omitempty"`
 	Host      *sandbox.HostReport `json:"host,omitempty"`
 	// Serves are the running warden serve processes of this user.
-	Serves []sandbox.ServeStatus `json:"serves"`
+	Serves []control.ServeStatus `json:"serves"`
 	// Workers are their running workers, for every workspace.
 	Workers []servedWorker `json:"workers"`
 }
@@ -71,9 +72,9 @@ type servedWorker struct {
 
 // servedWorkers asks every running warden serve of this user what it
 // holds. One that does not answer is logged and left out.
-func servedWorkers(ctx context.Context, log *slog.Logger) ([]sandbox.ServeStatus, []servedWorker) {
-	serves, workers := []sandbox.ServeStatus{}, []servedWorker{}
-	found, err := sandbox.FindServes("")
+func servedWorkers(ctx context.Context, log *slog.Logger) ([]control.ServeStatus, []servedWorker) {
+	serves, workers := []control.ServeStatus{}, []servedWorker{}
+	found, err := control.FindServes("")
 	if err != nil {
 		log.Warn("cannot look for warden serve processes", "error", err)
 		return serves, workers
@@ -142,16 +143,16 @@ func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 // function is called. Without it they build jails of their own, so a
 // failure is a warning, not the end of the server.
 func serveControl(apps []*app, log *slog.Logger) func() {
-	var targets []sandbox.ControlTarget
+	var targets []control.Target
 	for _, a := range apps {
 		if a.jail != nil {
-			targets = append(targets, sandbox.ControlTarget{Options: a.jailOpts, Manager: a.jail})
+			targets = append(targets, control.Target{Options: a.jailOpts, Manager: a.jail})
 		}
 	}
 	if len(targets) == 0 {
 		return func() {}
 	}
-	cs, err := sandbox.ListenControl("", targets, log)
+	cs, err := control.Listen("", targets, log)
 	if err != nil {
 		log.Warn("warden exec and warden sandbox status cannot reach this server's workers", "error", err)
 		return func() {}

@@ -90,7 +90,7 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	path, err := shell, error(nil)
 	if path == "" {
-		path, err = lookPath(argv[0], dir, env)
+		path, err = LookPath(argv[0], dir, env)
 	}
 	if err != nil {
 		code := NotFoundExitCode
@@ -166,12 +166,12 @@ func (l *Local) dir(spec Spec) (string, error) {
 	return dir, nil
 }
 
-// lookPath finds name the way a shell would: a name with a slash relative
+// LookPath finds name the way a shell would: a name with a slash relative
 // to dir, another on the PATH of the command's own environment (not
 // warden's, which in a jail is the host's). The error, when there is one, is what a
 // shell prints ("NAME: command not found") and wraps fs.ErrNotExist for a
 // program that is not there.
-func lookPath(name, dir string, env []string) (string, error) {
+func LookPath(name, dir string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		p := name
 		if !filepath.IsAbs(p) {

@@ -1,13 +1,3 @@
-// Package commandtest checks that a command.Runner reports what happened
-// to a command the way every other runner does, in the spirit of
-// testing/fstest.TestFS: the host's command.Local and the sandbox runner of
-// each backend run the same table, so a timeout, an unknown program, a
-// signal or a cut output reads the same to the model wherever the command
-// ran, and a command line is read by bash, never by sh.
-//
-// It is a test helper: only tests import it. It has no threat model of its
-// own; its rows attack the runner (a line dash would read otherwise,
-// children left behind, a command that outlives its timeout).
 package commandtest
 
 import (
@@ -56,6 +46,10 @@ func marker(name string) string {
 	return fmt.Sprintf("warden-marker-%s-%d-%d", name, os.Getpid(), time.Now().UnixNano())
 }
 
+// marked is a command line that sleeps in a bash whose command line holds m
+// (exec -a would not do: a busybox image picks its applet by argv[0]).
+func marked(m string) string { return "bash -c 'sleep 300; :' " + m }
+
 func rows() []row {
 	bg, grand := marker("bg"), marker("grand")
 	return []row{
@@ -78,11 +72,11 @@ func rows() []row {
 			want: command.Result{ExitCode: command.TimeoutExitCode, TimedOut: true,
 				Output: "started\n[warden: command timed out after 1.5s and was killed]\n"}},
 		{name: "timeout kills the whole group", gone: grand,
-			spec: command.Spec{Shell: "(exec -a " + grand + " sleep 300) & sleep 300", Timeout: time.Second},
+			spec: command.Spec{Shell: marked(grand) + " & sleep 300", Timeout: time.Second},
 			want: command.Result{ExitCode: command.TimeoutExitCode, TimedOut: true,
 				Output: "[warden: command timed out after 1s and was killed]\n"}},
 		{name: "background child killed when the command ends", gone: bg,
-			spec: command.Spec{Shell: "(exec -a " + bg + " sleep 300) & echo done"},
+			spec: command.Spec{Shell: marked(bg) + " & echo done"},
 			want: command.Result{Output: "done\n"}},
 		{name: "output cut by lines", spec: command.Spec{Argv: []string{"seq", "10"}, MaxOutputLines: 4},
 			want: command.Result{Output: "1\n2\n[... 6 lines cut ...]\n9\n10\n", CutLines: 6}},
@@ -192,11 +186,13 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 	})
 }
 
-// waitGone runs pgrep through the runner until no process carries m.
+// waitGone looks, through the runner, until no process carries m. It reads
+// /proc itself: pgrep is not in every image.
 func waitGone(t *testing.T, tg Target, m string) {
 	t.Helper()
-	// "[w]arden-…" matches the process, not the pgrep line that names it.
-	check := command.Spec{Shell: "pgrep -f '[" + m[:1] + "]" + m[1:] + "' || echo none", Env: Env, Timeout: 10 * time.Second}
+	// "[w]arden-…" matches the process, not the line that names it.
+	check := command.Spec{Shell: "n=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c '[" + m[:1] + "]" + m[1:] + "'); " +
+		"[ \"$n\" = 0 ] && echo none || echo \"$n left\"", Env: Env, Timeout: 10 * time.Second}
 	var last command.Result
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		res, err := tg.Runner.Run(context.Background(), check)
@@ -207,7 +203,7 @@ func waitGone(t *testing.T, tg Target, m string) {
 			return
 		}
 	}
-	t.Errorf("a process the command started (%s) outlived it: pgrep says %q", m, last.Output)
+	t.Errorf("a process the command started (%s) outlived it: %q", m, last.Output)
 }
 
 func write(t *testing.T, tg Target, name, body string, mode os.FileMode) {
