@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -203,27 +202,25 @@ func installSeccomp(lockdown bool) error {
 // state with it. The Go runtime keeps idle threads and reuses them.
 const reservedThreads = 16
 
-// reserveThreads makes the runtime start n threads now: n goroutines block
-// in a read on a pipe at once, each holding a thread, then all are let go.
+// reserveThreads makes the runtime start n threads now: n goroutines each
+// lock themselves to a thread and wait, so that every other goroutine
+// needs another one, then all are let go. A thread whose goroutine unlocks
+// it before ending goes back to the runtime's idle threads.
 func reserveThreads(n int) {
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
-		return
-	}
-	defer unix.Close(fds[0])
-	defer unix.Close(fds[1])
-	var wg sync.WaitGroup
+	release := make(chan struct{})
+	var locked, done sync.WaitGroup
 	for range n {
-		wg.Add(1)
+		locked.Add(1)
+		done.Add(1)
 		go func() {
-			defer wg.Done()
-			var b [1]byte
-			unix.Read(fds[0], b[:]) // a blocking read: not the netpoller's
+			defer done.Done()
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			runtime.UnlockOSThread()
 		}()
 	}
-	// The runtime hands the processor of a goroutine stuck in a system
-	// call to a new thread within a few milliseconds.
-	time.Sleep(20 * time.Millisecond)
-	unix.Write(fds[1], make([]byte, n))
-	wg.Wait()
+	locked.Wait()
+	close(release)
+	done.Wait()
 }
