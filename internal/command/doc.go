@@ -11,8 +11,10 @@
 // cut to Spec.MaxOutputLines and Local.MaxOutputBytes keeping head and tail
 // with a marker saying how many lines were cut. When the command ends,
 // whatever it left running in its process group is killed too, again and
-// again until the group is empty. A program that is not on the command's
-// PATH is exit 127 "NAME: command not found", as a shell says it.
+// again until the group is empty. No descriptor the process inherited
+// reaches a command: CloseInherited marks them close-on-exec before each
+// start. A program that is not on the command's PATH is exit 127 "NAME:
+// command not found", as a shell says it.
 //
 // A command line (Spec.Shell) runs as `bash --noprofile --norc -c LINE`:
 // bash is the dialect internal/shellpolicy judges, and /bin/sh (dash on

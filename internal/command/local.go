@@ -115,6 +115,11 @@ func (l *Local) Run(ctx context.Context, spec Spec) (Result, error) {
 	cmd.Cancel = func() error { return killGroup(cmd) }
 	cmd.WaitDelay = wait
 
+	// Nothing but what cmd names reaches the command: not a descriptor
+	// warden (or, in a jail, the worker) inherited.
+	if err := CloseInherited(); err != nil {
+		return Result{}, fmt.Errorf("failed to keep inherited descriptors from the command: %w", err)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		// lookPath found a regular executable file; the kernel refused it

@@ -46,6 +46,10 @@
 //     user's masks), existing or not yet created (see jail);
 //   - writing outside the workspace and rw_paths, or writing protected
 //     paths (.git/hooks, .git/config: bound read-only);
+//   - using what warden inherited: every descriptor above stderr is marked
+//     close-on-exec before a backend starts, in the worker, and before
+//     every command, so an agent host's leaked socket, pty or log file
+//     reaches neither bubblewrap, docker, the jail nor a command;
 //   - gaining privilege: every namespace is unshared, nested user
 //     namespaces are disabled, all capabilities are dropped, the jail's
 //     root is read-only, and the seccomp filter denies the dangerous system

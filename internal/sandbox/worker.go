@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/sandbox/jail"
 	"github.com/wardenhq/warden/internal/sandbox/proto"
 )
@@ -68,6 +69,11 @@ func start(ctx context.Context, opts *Options, bs map[string]Backend) (*Worker, 
 	}
 	if o.HostEnv == nil {
 		o.HostEnv = os.Environ()
+	}
+	// No descriptor this process inherited reaches the jail (bubblewrap,
+	// the docker client and their children get only what they are given).
+	if err := command.CloseInherited(); err != nil {
+		return nil, fmt.Errorf("failed to keep inherited descriptors from the jail: %w", err)
 	}
 	b, ok := bs[s.Backend]
 	if !ok {

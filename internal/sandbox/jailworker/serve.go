@@ -68,6 +68,12 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 			return fmt.Errorf("failed to set RLIMIT_%s: %w", name, err)
 		}
 	}
+	// What the jail's first process passed on beyond stdin, stdout and
+	// stderr reaches no command (command.Local marks them again before
+	// each one, for anything opened since).
+	if err := command.CloseInherited(); err != nil {
+		return fmt.Errorf("failed to keep inherited descriptors from the commands: %w", err)
+	}
 	reserveThreads(reservedThreads)
 	root, err := workspace.Open(spec.Workspace, &workspace.Options{Mask: spec.Mask, Protected: spec.Protected})
 	if err != nil {

@@ -192,6 +192,13 @@ func (s *Server) startStream(req *proto.Request) (*wstream, error) {
 	if s.StreamStderr != nil {
 		cmd.Stderr = s.StreamStderr
 	}
+	if err := command.CloseInherited(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("failed to keep inherited descriptors from the process: %w", err)
+	}
 	t.thread.do(func() { err = cmd.Start() })
 	inR.Close()
 	outW.Close()

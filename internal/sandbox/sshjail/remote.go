@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/sandbox/bwrap"
 	"github.com/wardenhq/warden/internal/sandbox/jail"
@@ -95,6 +96,9 @@ func ServeJail(ctx context.Context, workspaceDir, specJSON string, in, out *os.F
 	}
 	if s.Forced != "" {
 		log.Error("sandbox forced into lockdown: "+s.Forced, "workspace", workspaceDir)
+	}
+	if err := command.CloseInherited(); err != nil {
+		return fmt.Errorf("failed to keep inherited descriptors from the jail: %w", err)
 	}
 	p, err := bwrap.StartStdio(ctx, &jail.Launch{
 		Workspace: workspaceDir, Sandbox: sb, Settings: s, Mask: spec.Mask, Protected: spec.Protected,
