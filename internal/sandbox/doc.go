@@ -45,7 +45,10 @@
 //   - reading masked paths of the workspace (.env, keys, warden.toml, the
 //     user's masks), existing or not yet created (see jail);
 //   - writing outside the workspace and rw_paths, or writing protected
-//     paths (.git/hooks, .git/config: bound read-only);
+//     paths: among them git's whole control surface (config, hooks,
+//     commondir, config.worktree, info, worktrees, submodules' config and
+//     hooks, gitlinks), bound read-only even where it did not exist, and
+//     .git itself, which cannot be renamed or replaced (see jail);
 //   - using what warden inherited: every descriptor above stderr is marked
 //     close-on-exec before a backend starts, in the worker, and before
 //     every command, so an agent host's leaked socket, pty or log file

@@ -157,7 +157,7 @@ func tail(b []byte, n int) string {
 // importImage builds a root filesystem (busybox and its applets, a passwd
 // with the test user, an /etc/shadow only root may read; with glibc the C
 // library and dynamic loader the warden binary needs; with bash, bash and
-// its libraries) and imports it.
+// its libraries, and git) and imports it.
 func (d *testDockerd) importImage(tb testing.TB, busybox string, glibc, bash bool, name string) {
 	tb.Helper()
 	root := tb.TempDir()
@@ -204,6 +204,11 @@ func (d *testDockerd) importImage(tb testing.TB, busybox string, glibc, bash boo
 		bashPath := testenv.Need(tb, "bash")[0]
 		copyFile(bashPath, "bin/bash", 0o755)
 		copyFile("/lib/x86_64-linux-gnu/libtinfo.so.6", "lib/x86_64-linux-gnu/libtinfo.so.6", 0o755)
+		// git, for the suite's git rows (its everyday commands are built in).
+		copyFile(testenv.Need(tb, "git")[0], "usr/bin/git", 0o755)
+		for _, lib := range []string{"libpcre2-8.so.0", "libz.so.1"} {
+			copyFile("/lib/x86_64-linux-gnu/"+lib, "lib/x86_64-linux-gnu/"+lib, 0o755)
+		}
 	}
 	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000::/home/warden:/bin/sh\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "etc/group"), []byte("root:x:0:\nagent:x:1000:\n"), 0o644)

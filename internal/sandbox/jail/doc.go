@@ -31,6 +31,26 @@
 //     workspace. A missing literal protected directory ("X/**") whose parent
 //     exists is mounted empty and read-only, so a command cannot plant, say,
 //     .git/hooks.
+//   - Git (ResolveGit): every file through which git reads configuration
+//     or runs a program is read-only in the jail, in every git directory of
+//     the workspace (.git, a repository nested at any depth, and each git
+//     directory under .git/modules, submodules of submodules included):
+//     config, config.worktree, commondir, hooks/, info/ (attributes choose
+//     diff and filter drivers), worktrees/, remotes/, branches/, and every
+//     gitlink (a .git file naming the git directory). Those missing are
+//     created first, so that the jail cannot create them: an empty
+//     config.worktree, a commondir of "." (what a missing one means; git
+//     takes an empty one as an error) and empty directories; they stay on
+//     the host. Each git directory is bound onto itself: a mount point, so a
+//     jailed command can neither rename .git nor remove and replace it (git
+//     init then fails on the read-only config). Objects, refs, the index,
+//     logs and HEAD stay writable (read-only under lockdown, as the
+//     workspace), so git add, commit and checkout work in the jail. It is
+//     the jail's half of workspace.GitControl, the file tools' list: the
+//     names are kept equal. Why: the user's next git status, diff or commit
+//     on the host runs core.fsmonitor, diff.external, a diff driver or a
+//     hook from these files, or takes them from the directory commondir or
+//     a gitlink names.
 //   - JailEnv: PATH, HOME and TMPDIR fixed, the host's variables named in
 //     an allowlist, never one whose name looks like a secret.
 //
@@ -46,4 +66,15 @@
 //     the workspace has it mounted would unmask it there.
 //   - A workspace with more than 500,000 entries cannot have its glob masks
 //     resolved and is refused rather than jailed with secrets showing.
+//   - Git: a mount can only hold a path that exists when the jail starts.
+//     A jailed command can still create a new repository under a new name
+//     (a directory with its own config, or a new gitlink file) and, the
+//     index being writable, register it as a submodule: the host's git
+//     status then runs git in it, and its configuration. The file tools
+//     refuse such files; a command in the jail is not stopped. A .git, or a
+//     control entry, that is a symbolic link is refused (a mount over a
+//     link lands on its target, and the link could be replaced); a link
+//     planted between the resolution and the mounts by a command of another
+//     jail of the same workspace is looked for once more after the
+//     placeholders are made, not after the mounts.
 package jail

@@ -76,11 +76,12 @@ type Layout struct {
 // from the host: the same arguments give the same layout.
 //
 // The mounts come in this order: HOME and /tmp; the warden binary; the
-// workspace, rw_paths and ro_paths, a path after every path that contains
-// it (so the setting nearer to a file wins; at the same path ro_paths wins
-// over rw_paths); the protected paths (read-only over everything); the
-// masks, last, so that nothing uncovers them. Every bind source is checked
-// with MayBind.
+// workspace, rw_paths, ro_paths and the git directories (each bound onto
+// itself, so that it cannot be renamed or replaced), a path after every
+// path that contains it (so the setting nearer to a file wins; at the same
+// path ro_paths wins over rw_paths); the protected paths (read-only over
+// everything); the masks, last, so that nothing uncovers them. Every bind
+// source is checked with MayBind.
 func NewLayout(ws, exe string, s Settings, m *Masks) (*Layout, error) {
 	if err := MayBind(ws, true); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
@@ -135,6 +136,16 @@ func NewLayout(ws, exe string, s Settings, m *Masks) (*Layout, error) {
 				l.Writable = append(l.Writable, abs)
 			}
 		}
+	}
+	// Each git directory is bound onto itself: a mount point cannot be
+	// renamed, removed or replaced. It stays as writable as the path it is
+	// in (objects, refs and the index are git's everyday writes).
+	for _, d := range m.GitDirs {
+		if !Within(ws, d) || d == ws || filepath.Clean(d) != d {
+			return nil, fmt.Errorf("git directory %q is not inside the workspace %s", d, ws)
+		}
+		writable := !s.Lockdown || slices.ContainsFunc(l.Writable, func(w string) bool { return w != "/tmp" && w != JailHome && Within(w, d) })
+		binds = append(binds, bind{Mount{Kind: Bind, Source: d, Target: d, ReadOnly: !writable}, 3})
 	}
 	slices.SortStableFunc(binds, func(a, b bind) int {
 		return cmp.Or(cmp.Compare(depth(a.Target), depth(b.Target)), cmp.Compare(a.rank, b.rank))

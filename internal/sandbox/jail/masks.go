@@ -31,6 +31,9 @@ type Masks struct {
 	Files, Dirs  []string
 	Protect      []string
 	Placeholders []string
+	// GitDirs are the workspace's git directories, each bound onto itself
+	// so that a jailed command cannot rename or replace it (see ResolveGit).
+	GitDirs []string
 }
 
 // isLiteral reports whether a pattern has no glob syntax.
@@ -232,8 +235,8 @@ func createPlaceholders(ws string, placeholders, dirs []string) error {
 
 // PrepareMasks resolves the workspace defaults, security.mask and
 // sandbox.mask (mask) and the protected paths (protect) in the workspace at
-// ws, and creates the placeholders that masks of missing paths are mounted
-// over.
+// ws, and git's control surface (ResolveGit), and creates the placeholders
+// that masks and protections of missing paths are mounted over.
 func PrepareMasks(ws string, mask, protect []string) (*Masks, error) {
 	m, err := ResolveMasks(ws, slices.Concat(workspace.DefaultMask, mask), slices.Concat(workspace.DefaultProtected, protect))
 	if err != nil {
@@ -242,5 +245,27 @@ func PrepareMasks(ws string, mask, protect []string) (*Masks, error) {
 	if err := createPlaceholders(ws, m.Placeholders, m.Dirs); err != nil {
 		return nil, err
 	}
+	g, err := ResolveGit(ws)
+	if err != nil {
+		return nil, err
+	}
+	if err := createGitPlaceholders(ws, g); err != nil {
+		return nil, err
+	}
+	m.addGit(g)
 	return m, nil
+}
+
+// addGit adds the git protections to m: what is masked already stays
+// masked (a mask hides more than a read-only bind).
+func (m *Masks) addGit(g *Git) {
+	masked := func(p string) bool {
+		return slices.Contains(m.Files, p) || slices.ContainsFunc(m.Dirs, func(d string) bool { return Within(d, p) })
+	}
+	protect := slices.Concat(m.Protect, g.Protect, g.EmptyDirs)
+	for p := range g.Files {
+		protect = append(protect, p)
+	}
+	m.Protect = slices.DeleteFunc(dedupe(protect), masked)
+	m.GitDirs = slices.DeleteFunc(dedupe(slices.Clone(g.Dirs)), masked)
 }

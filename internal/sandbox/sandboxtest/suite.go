@@ -27,6 +27,7 @@ var rows = []row{
 	{"forged protocol lines", testForgedProtocol},
 	{"control socket", testControlSocket},
 	{"inherited descriptors", testInheritedFDs},
+	{"git", testGit},
 }
 
 // Run tries the backend f reaches with every row of the suite, each a
