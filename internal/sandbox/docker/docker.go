@@ -257,16 +257,25 @@ func removeStaleContainers(ctx context.Context, d *dockerCLI, ws string) error {
 	if err != nil {
 		return err
 	}
+	// Each one is tried, twice: one the daemon is still busy with must not
+	// keep the others.
+	var errs []error
 	for _, line := range strings.Split(out, "\n") {
 		id, owner, _ := strings.Cut(strings.TrimSpace(line), " ")
 		if id == "" || !ownerGone(owner) {
 			continue
 		}
-		if _, err := d.run(ctx, 30*time.Second, "rm", "-f", id); err != nil && !strings.Contains(err.Error(), "No such container") {
-			return err
+		var err error
+		for try := 0; try < 2; try++ {
+			if _, err = d.run(ctx, 30*time.Second, "rm", "-f", id); err == nil || strings.Contains(err.Error(), "No such container") {
+				err = nil
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
+		errs = append(errs, err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // mountArg renders one --mount value; fields are CSV, so paths holding

@@ -1,12 +1,15 @@
 package docker_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,11 +188,18 @@ func TestDocker(t *testing.T) {
 		mk(strings.TrimSpace(string(boot)) + "/999999999/1")
 		mk(self[:strings.LastIndex(self, "/")] + "/1")
 		live := mk(self)
-		w, err := sandbox.Start(context.Background(), &sandbox.Options{Workspace: dir, HostEnv: d.env, StartTimeout: time.Minute, Sandbox: d.sandbox()})
+		var log syncBuffer
+		w, err := sandbox.Start(context.Background(), &sandbox.Options{Workspace: dir, HostEnv: d.env, StartTimeout: time.Minute, Sandbox: d.sandbox(),
+			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer w.Close()
+		defer func() {
+			if t.Failed() {
+				t.Logf("what the start logged:\n%s", log.String())
+			}
+		}()
 		ids, err := d.run(30*time.Second, "ps", "-a", "-q", "--no-trunc",
 			"--filter", "label="+docker.LabelWorkspace+"="+dir, "--filter", "status=created")
 		if err != nil {
@@ -241,4 +251,22 @@ func TestDockerRefusals(t *testing.T) {
 	if got := docker.Probe(context.Background()); got == "" {
 		t.Error("empty probe")
 	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
