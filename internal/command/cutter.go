@@ -90,6 +90,10 @@ func (c *cutter) line(b []byte) {
 	}
 	c.headDone = true
 	if c.tailN == 0 || len(b) > c.halfB {
+		// A line the tail cannot hold ends it: what the tail held before is
+		// no longer the end of the output.
+		clear(c.tail)
+		c.tail, c.tailAt, c.tailB = c.tail[:0], 0, 0
 		return
 	}
 	c.tail = append(c.tail, b)
