@@ -135,18 +135,14 @@ func probe(args []string) string {
 		}
 		resp.Body.Close()
 		return strconv.Itoa(resp.StatusCode)
-	case "connect":
-		c, err := net.DialTimeout("tcp", args[1], 3*time.Second)
-		if err != nil {
-			return "refused: " + err.Error()
+	case "connect", "connect-unix":
+		// A TCP address, or a unix socket: a path or an abstract name
+		// starting with '@'.
+		network := "tcp"
+		if args[0] == "connect-unix" {
+			network = "unix"
 		}
-		defer c.Close()
-		b := make([]byte, 7)
-		n, _ := c.Read(b)
-		return string(b[:n])
-	case "connect-unix":
-		// A path, or an abstract name starting with '@'.
-		c, err := net.DialTimeout("unix", args[1], 3*time.Second)
+		c, err := net.DialTimeout(network, args[1], 3*time.Second)
 		if err != nil {
 			return "refused: " + err.Error()
 		}
