@@ -1,0 +1,80 @@
+// Package jail is what every backend of internal/sandbox shares about a
+// jail: the [sandbox] settings made safe to act on (Resolve), the jail's
+// layout (NewLayout, a pure function of the settings, translated by each
+// backend into its own flags), the rule for which host paths may ever be
+// bound (MayBind), the masks and protected paths of a workspace
+// (PrepareMasks), the jail's environment (JailEnv), and the contract
+// between internal/sandbox and a backend (Launch, Started, Process). It
+// imports no other package of internal/sandbox.
+//
+// # Threat model
+//
+// The settings come from the user's configuration (trusted, but possibly
+// wrong: an invalid section forces lockdown, never less); the workspace's
+// contents come from the agent (hostile: symbolic links, names that look
+// like masks, paths created after the jail started).
+//
+//   - Layout: the workspace is bound at its own path, writable unless in
+//     lockdown; rw_paths and ro_paths are bound after every path that
+//     contains them, so the nearer setting wins (read-only wins at the same
+//     path); protected paths are bound read-only over every bind; masks
+//     come last and cover everything. HOME and /tmp are private and empty.
+//   - MayBind: never /proc, /sys, /dev, /boot or a secret of /etc (nor
+//     anything above or below one); never a system directory (/, /usr,
+//     /etc, /home, /tmp, ...) writable or as the workspace.
+//   - Masks: existing matches are covered with empty read-only files or
+//     directories; literal masks that do not exist yet are covered too (an
+//     empty placeholder is created on the host through an os.Root, so a
+//     symbolic link planted in the workspace cannot send it elsewhere, and
+//     mounted over), so a command can neither create nor read them; a
+//     symbolic link that matches is followed when it stays inside the
+//     workspace. A missing literal protected directory ("X/**") whose parent
+//     exists is mounted empty and read-only, so a command cannot plant, say,
+//     .git/hooks.
+//   - Git (ResolveGit): every file through which git reads configuration
+//     or runs a program is read-only in the jail, in every git directory of
+//     the workspace (.git, a repository nested at any depth, and each git
+//     directory under .git/modules, submodules of submodules included):
+//     config, config.worktree, commondir, hooks/, info/ (attributes choose
+//     diff and filter drivers), worktrees/, remotes/, branches/, and every
+//     gitlink (a .git file naming the git directory). Those missing are
+//     created first, so that the jail cannot create them: an empty
+//     config.worktree, a commondir of "." (what a missing one means; git
+//     takes an empty one as an error) and empty directories; they stay on
+//     the host. Each git directory is bound onto itself: a mount point, so a
+//     jailed command can neither rename .git nor remove and replace it (git
+//     init then fails on the read-only config). Objects, refs, the index,
+//     logs and HEAD stay writable (read-only under lockdown, as the
+//     workspace), so git add, commit and checkout work in the jail. It is
+//     the jail's half of workspace.GitControl, the file tools' list: the
+//     names are kept equal. Why: the user's next git status, diff or commit
+//     on the host runs core.fsmonitor, diff.external, a diff driver or a
+//     hook from these files, or takes them from the directory commondir or
+//     a gitlink names.
+//   - JailEnv: PATH, HOME and TMPDIR fixed, the host's variables named in
+//     an allowlist, never one whose name looks like a secret.
+//
+// # Non-goals and known limits
+//
+//   - Glob masks ("**/*.pem") are resolved when the jail starts: a match a
+//     command creates later is visible to commands in that jail (the file
+//     tools still refuse it). A file hard-linked to a masked file is not
+//     masked for commands (the file tools refuse hard links).
+//   - Placeholders for missing literal masks stay on the host, empty
+//     (missing warden.toml and warden.yaml get one too: the config loader
+//     reads an empty file as absent): removing one while another jail of
+//     the workspace has it mounted would unmask it there.
+//   - A workspace with more than 500,000 entries cannot have its glob masks
+//     resolved and is refused rather than jailed with secrets showing.
+//   - Git: a mount can only hold a path that exists when the jail starts.
+//     A jailed command can still create a new repository under a new name
+//     (a directory with its own config, or a new gitlink file) and, the
+//     index being writable, register it as a submodule: the host's git
+//     status then runs git in it, and its configuration. The file tools
+//     refuse such files; a command in the jail is not stopped. A .git, or a
+//     control entry, that is a symbolic link is refused (a mount over a
+//     link lands on its target, and the link could be replaced); a link
+//     planted between the resolution and the mounts by a command of another
+//     jail of the same workspace is looked for once more after the
+//     placeholders are made, not after the mounts.
+package jail
