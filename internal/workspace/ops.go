@@ -290,7 +290,7 @@ func (w *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	defer d.close()
-	if err := w.guard("write", name, real, true); err != nil {
+	if err := w.guardChange("write", name, real); err != nil {
 		return err
 	}
 	base := path.Base(rel)
@@ -344,7 +344,7 @@ func (w *Root) Remove(name string) error {
 		return err
 	}
 	defer d.close()
-	if err := w.guard("delete", name, real, true); err != nil {
+	if err := w.guardChange("delete", name, real); err != nil {
 		return err
 	}
 	base := path.Base(rel)
@@ -374,7 +374,7 @@ func (w *Root) MkdirAll(name string, perm fs.FileMode) error {
 		return err
 	}
 	defer d.close()
-	if err := w.guard("mkdir", name, real, true); err != nil {
+	if err := w.guardChange("mkdir", name, real); err != nil {
 		return err
 	}
 	if err := unix.Mkdirat(d.fd, path.Base(rel), uint32(perm.Perm())); err != nil && err != unix.EEXIST {
@@ -419,10 +419,10 @@ func (w *Root) Rename(oldname, newname string) error {
 		return err
 	}
 	defer nd.close()
-	if err := w.guard(op, oldname, oreal, true); err != nil {
+	if err := w.guardChange(op, oldname, oreal); err != nil {
 		return err
 	}
-	if err := w.guard(op, newname, nreal, true); err != nil {
+	if err := w.guardChange(op, newname, nreal); err != nil {
 		return err
 	}
 	obase, nbase := path.Base(orel), path.Base(nrel)
@@ -451,7 +451,7 @@ func (w *Root) guardTree(dirfd int, base, oldname, oreal, newname, nreal string)
 	defer unix.Close(fd)
 	return w.walkRaw(fd, "", func(sub string) error {
 		for _, c := range [2]struct{ name, real string }{{oldname, oreal}, {newname, nreal}} {
-			err := w.guard("rename", c.name, path.Join(c.real, sub), true)
+			err := w.guardChange("rename", c.name, path.Join(c.real, sub))
 			var pe *PathError
 			if errors.As(err, &pe) {
 				pe.Err = fmt.Errorf("holds '%s', which %w", path.Join(c.name, sub), pe.Err)
