@@ -242,6 +242,11 @@ func planEdit(env *Env, a editArgs) (old, updated string, err error) {
 	if a.OldStr == "" {
 		return "", "", errors.New("old_str must not be empty; use write_file to create a file")
 	}
+	// Refuse a path the edit may not change before reading it, so the
+	// error says why (not "old_str was not found") whoever calls this.
+	if err := checkPath(env, "write", a.Path, true); err != nil {
+		return "", "", err
+	}
 	data, err := env.FS.ReadFile(a.Path, MaxReadBytes)
 	if err != nil {
 		return "", "", err
