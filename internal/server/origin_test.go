@@ -2,11 +2,13 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -199,4 +201,68 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// FuzzOriginCheck sends arbitrary Host and Origin values through the check
+// of a server reached at 127.0.0.1:8080 that also answers warden.example.
+// Nothing may panic, and what passes must be this server by an independent
+// reading: the loopback address (any spelling of it), localhost or a name
+// under .localhost, on port 8080; or the configured name.
+func FuzzOriginCheck(f *testing.F) {
+	for _, s := range [][2]string{
+		{"127.0.0.1:8080", ""}, {"localhost:8080", "http://localhost:8080"}, {"evil.example:8080", ""},
+		{"127.0.0.1.evil.example:8080", ""}, {"localhost.:8080", ""}, {"[::1]:8080", ""}, {"[::ffff:127.0.0.1]:8080", ""},
+		{"127.0.0.1:8080", "null"}, {"127.0.0.1:8080", "http://127.0.0.1:8081"}, {"warden.example", "http://warden.example"},
+		{"x.localhost:8080", "http://x.localhost:8080/"}, {"127.0.0.1:08080", ""}, {":8080", ""}, {"[]:8080", ""},
+	} {
+		f.Add(s[0], s[1])
+	}
+	g, err := newOriginGuard(OriginPolicy{Hosts: []string{"warden.example"}}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	f.Fuzz(func(t *testing.T, host, origin string) {
+		r := httptest.NewRequest("GET", "/api/approvals", nil)
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+		r.Host = host
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		if g.check(r) != "" {
+			return
+		}
+		for _, v := range []string{host, strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://")} {
+			if v == "" || v == "null" && origin == "null" || v == host && v == "" {
+				continue
+			}
+			if v != host && strings.HasPrefix(origin, "https://") {
+				t.Fatalf("Host %q, Origin %q accepted: an https origin on a plain-http server", host, origin)
+			}
+			v = strings.TrimSuffix(v, ":80")
+			if !thisServer(v) {
+				t.Fatalf("Host %q, Origin %q accepted: %q is not this server", host, origin, v)
+			}
+		}
+	})
+}
+
+// thisServer is the fuzz oracle: hostport names 127.0.0.1:8080 or the
+// configured warden.example (any port).
+func thisServer(hostport string) bool {
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h, p = hostport, "80"
+	}
+	h = strings.ToLower(h)
+	if h == "warden.example" {
+		return true
+	}
+	if n, err := strconv.Atoi(p); err != nil || n != 8080 {
+		return false
+	}
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.Unmap() == netip.MustParseAddr("127.0.0.1")
+	}
+	return h == "localhost" || strings.HasSuffix(h, ".localhost") && h != ".localhost"
 }
