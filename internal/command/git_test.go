@@ -32,7 +32,7 @@ func TestGitHardening(t *testing.T) {
 		{name: "core.pager under git log on a terminal", config: "[core]\n\tpager = \"touch MARK; cat\"\n", line: "script -qec 'git log' /dev/null"},
 		{name: "an alias of a bare repository the agent wrote", config: "",
 			files: map[string]string{"evil/HEAD": "ref: refs/heads/main\n", "evil/config": "[core]\n\tbare = true\n[alias]\n\tst = \"!touch MARK\"\n"},
-			line: "mkdir -p evil/objects evil/refs && cd evil && git st"},
+			line:  "mkdir -p evil/objects evil/refs && cd evil && git st"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
