@@ -48,6 +48,19 @@
 // when anything below it, under its old path or its new one, is masked or
 // protected (checked by a walk just before the rename).
 //
+// # Pinned changes
+//
+// A name is not a place: docs/notes.yml lands in .github/workflows when
+// docs is a link to it, and docs can become one after a person approved
+// the write. Locate says where a change to a name would land (links in
+// parent directories followed, as the change will); a caller shows that
+// place to the person and binds it into the approval, then makes the change
+// with WriteFileAt or RemoveAt, which refuse with ErrMoved unless the name
+// still leads there — checked before a missing directory is made, and
+// again on the real path of the parent directory the change is made in,
+// through the same descriptor. A directory renamed elsewhere after that
+// last check still receives the change (the race described below).
+//
 // # Git's control files
 //
 // Git runs programs named in files it keeps next to the work tree, even for

@@ -278,6 +278,12 @@ func (w *Root) DirPath(name string) (string, error) {
 // in a parent directory is followed when it stays inside the workspace,
 // and the guards apply to where it leads.
 func (w *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return w.writeFile(name, "", data, perm)
+}
+
+// writeFile is WriteFile; a pin other than "" is the real location the
+// write must land at (WriteFileAt).
+func (w *Root) writeFile(name, pin string, data []byte, perm fs.FileMode) error {
 	rel, err := w.check("write", name, true)
 	if err != nil {
 		return err
@@ -285,12 +291,22 @@ func (w *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if rel == "." || strings.HasSuffix(name, "/") {
 		return &PathError{Op: "write", Path: name, Err: syscall.EISDIR}
 	}
+	if pin != "" {
+		// Before any missing directory is made, at the place it now
+		// leads to.
+		if err := w.checkPin("write", name, pin); err != nil {
+			return err
+		}
+	}
 	d, real, err := w.parent("write", name, rel, true, 0o755)
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	if err := w.guardChange("write", name, real); err != nil {
+		return err
+	}
+	if err := pinned("write", name, pin, real); err != nil {
 		return err
 	}
 	base := path.Base(rel)
@@ -331,7 +347,11 @@ func (w *Root) symlinkErr(op, name, real string) error {
 }
 
 // Remove implements FS. A symbolic link is removed itself, never its target.
-func (w *Root) Remove(name string) error {
+func (w *Root) Remove(name string) error { return w.remove(name, "") }
+
+// remove is Remove; a pin other than "" is the real location of what must
+// be removed (RemoveAt).
+func (w *Root) remove(name, pin string) error {
 	rel, err := w.check("delete", name, true)
 	if err != nil {
 		return err
@@ -345,6 +365,9 @@ func (w *Root) Remove(name string) error {
 	}
 	defer d.close()
 	if err := w.guardChange("delete", name, real); err != nil {
+		return err
+	}
+	if err := pinned("delete", name, pin, real); err != nil {
 		return err
 	}
 	base := path.Base(rel)
