@@ -35,6 +35,30 @@ func checkPath(env *Env, op, name string, write bool) error {
 	return env.Root.Check(op, name, write)
 }
 
+// changeFacts applies the guards of a change to name and resolves where
+// it lands.
+func changeFacts(env *Env, op, name string) (Facts, error) {
+	if err := checkPath(env, op, name, true); err != nil {
+		return Facts{}, err
+	}
+	loc, err := locate(env, op, name)
+	if err != nil {
+		return Facts{}, err
+	}
+	return Facts{Locations: []Location{loc}}, nil
+}
+
+// movedPreview tells the person deciding where a change to name really
+// lands, when that is not name ("" otherwise, or when it cannot tell: the
+// guard has said why already).
+func movedPreview(env *Env, op, name string) string {
+	loc, err := locate(env, op, name)
+	if err != nil {
+		return ""
+	}
+	return movedNote([]Location{loc})
+}
+
 func isBinary(b []byte) bool {
 	if len(b) > 8192 {
 		b = b[:8192]
@@ -137,7 +161,7 @@ func WriteFile() *Tool {
 			if len(a.Content) > MaxWriteBytes {
 				return Facts{}, fmt.Errorf("content is %d bytes; write_file accepts at most %d", len(a.Content), MaxWriteBytes)
 			}
-			return Facts{}, checkPath(env, "write", a.Path, true)
+			return changeFacts(env, "write", a.Path)
 		},
 		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[writeArgs](raw)
@@ -145,14 +169,14 @@ func WriteFile() *Tool {
 				return "", err
 			}
 			old, _ := readIfExists(env, a.Path)
-			return diff(a.Path, old, a.Content), nil
+			return movedPreview(env, "write", a.Path) + diff(a.Path, old, a.Content), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[writeArgs](raw)
 			if err != nil {
 				return "", err
 			}
-			if err := env.FS.WriteFile(a.Path, []byte(a.Content), 0o644); err != nil {
+			if err := writeFile(ctx, env, a.Path, []byte(a.Content), 0o644); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("Wrote %d bytes to %s", len(a.Content), a.Path), nil
@@ -204,7 +228,7 @@ func EditFile() *Tool {
 			if a.OldStr == "" {
 				return Facts{}, errors.New("old_str must not be empty; use write_file to create a file")
 			}
-			return Facts{}, checkPath(env, "write", a.Path, true)
+			return changeFacts(env, "write", a.Path)
 		},
 		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[editArgs](raw)
@@ -215,7 +239,7 @@ func EditFile() *Tool {
 			if err != nil {
 				return "", err
 			}
-			return diff(a.Path, old, updated), nil
+			return movedPreview(env, "write", a.Path) + diff(a.Path, old, updated), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[editArgs](raw)
@@ -226,7 +250,7 @@ func EditFile() *Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := env.FS.WriteFile(a.Path, []byte(updated), 0o644); err != nil {
+			if err := writeFile(ctx, env, a.Path, []byte(updated), 0o644); err != nil {
 				return "", err
 			}
 			return diff(a.Path, old, updated), nil
@@ -289,7 +313,14 @@ func DeleteFile() *Tool {
 			if env.Config == nil || !env.Config.Workspace.AllowDelete {
 				return Facts{}, ErrDeleteDisabled
 			}
-			return Facts{}, checkPath(env, "delete", a.Path, true)
+			return changeFacts(env, "delete", a.Path)
+		},
+		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
+			a, err := decodeArgs[deleteArgs](raw)
+			if err != nil {
+				return "", err
+			}
+			return strings.TrimSuffix(movedPreview(env, "delete", a.Path), "\n"), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[deleteArgs](raw)
@@ -299,7 +330,7 @@ func DeleteFile() *Tool {
 			if env.Config == nil || !env.Config.Workspace.AllowDelete {
 				return "", ErrDeleteDisabled
 			}
-			if err := env.FS.Remove(a.Path); err != nil {
+			if err := removeFile(ctx, env, a.Path); err != nil {
 				return "", err
 			}
 			return "Deleted " + a.Path, nil

@@ -47,7 +47,14 @@ func ApplyPatch() *Tool {
 			if err != nil {
 				return Facts{}, err
 			}
-			return Facts{}, checkPatchPaths(env, files)
+			if err := checkPatchPaths(env, files); err != nil {
+				return Facts{}, err
+			}
+			locs, err := patchLocations(env, files)
+			if err != nil {
+				return Facts{}, err
+			}
+			return Facts{Locations: locs}, nil
 		},
 		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[patchArgs](raw)
@@ -65,7 +72,13 @@ func ApplyPatch() *Tool {
 			for _, c := range changes {
 				b.WriteString("\n  " + c.summary)
 			}
-			b.WriteString("\n\n" + a.Patch)
+			b.WriteString("\n")
+			if files, err := parsePatch(a.Patch); err == nil {
+				if locs, err := patchLocations(env, files); err == nil {
+					b.WriteString(movedNote(locs))
+				}
+			}
+			b.WriteString("\n" + a.Patch)
 			return b.String(), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
@@ -77,7 +90,7 @@ func ApplyPatch() *Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := commitChanges(env, changes); err != nil {
+			if err := commitChanges(ctx, env, changes); err != nil {
 				return "", err
 			}
 			var b strings.Builder
@@ -243,15 +256,51 @@ func countLines(f *gitdiff.File) (adds, dels int) {
 	return adds, dels
 }
 
-// commitChanges writes the planned changes; if one fails, the ones already
-// made are undone, so the workspace is left as it was.
-func commitChanges(env *Env, changes []change) error {
+// patchLocations resolves every path the patch changes: the files it
+// writes and the files it removes (a rename does both).
+func patchLocations(env *Env, files []*gitdiff.File) ([]Location, error) {
+	var locs []Location
+	add := func(op, name string) error {
+		for _, l := range locs {
+			if l.Path == name {
+				return nil
+			}
+		}
+		loc, err := locate(env, op, name)
+		if err == nil {
+			locs = append(locs, loc)
+		}
+		return err
+	}
+	for _, f := range files {
+		var err error
+		switch {
+		case f.IsDelete:
+			err = add("delete", f.OldName)
+		case f.IsRename:
+			if err = add("write", f.NewName); err == nil {
+				err = add("delete", f.OldName)
+			}
+		default:
+			err = add("write", f.NewName)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return locs, nil
+}
+
+// commitChanges writes the planned changes (each at its pinned location,
+// when the call has pins); if one fails, the ones already made are undone,
+// so the workspace is left as it was.
+func commitChanges(ctx context.Context, env *Env, changes []change) error {
 	for i, c := range changes {
 		var err error
 		if c.remove {
-			err = env.FS.Remove(c.path)
+			err = removeFile(ctx, env, c.path)
 		} else {
-			err = env.FS.WriteFile(c.path, []byte(c.new), c.perm)
+			err = writeFile(ctx, env, c.path, []byte(c.new), c.perm)
 		}
 		if err == nil {
 			continue
@@ -261,9 +310,9 @@ func commitChanges(env *Env, changes []change) error {
 			u := changes[j]
 			var e error
 			if u.existed {
-				e = env.FS.WriteFile(u.path, []byte(u.old), 0o644)
+				e = writeFile(ctx, env, u.path, []byte(u.old), 0o644)
 			} else if !u.remove {
-				e = env.FS.Remove(u.path)
+				e = removeFile(ctx, env, u.path)
 			}
 			if e != nil && undoErr == nil {
 				undoErr = e
