@@ -32,7 +32,7 @@ func ReadTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("token file %s is not a regular file", path)
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("token file %s is readable by others (mode %04o); run: chmod 600 %s", path, perm, path)
+		return "", fmt.Errorf("token file %s is open to group or others (mode %04o); run: chmod 600 %s", path, perm, path)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
 		return "", fmt.Errorf("token file %s belongs to uid %d, not to this user (uid %d)", path, sys.Uid, os.Getuid())

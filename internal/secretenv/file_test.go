@@ -27,9 +27,9 @@ func TestReadTokenFile(t *testing.T) {
 	}{
 		{name: "ok", content: "tok-0123456789abcdef\n", mode: 0o600, want: "tok-0123456789abcdef"},
 		{name: "owner read-only", content: "  tok  ", mode: 0o400, want: "tok"},
-		{name: "group-readable", content: "tok", mode: 0o640, err: "readable by others (mode 0640); run: chmod 600"},
-		{name: "world-readable", content: "tok", mode: 0o604, err: "readable by others"},
-		{name: "group-writable", content: "tok", mode: 0o620, err: "readable by others"},
+		{name: "group-readable", content: "tok", mode: 0o640, err: "open to group or others (mode 0640); run: chmod 600"},
+		{name: "world-readable", content: "tok", mode: 0o604, err: "open to group or others"},
+		{name: "group-writable", content: "tok", mode: 0o620, err: "open to group or others"},
 		{name: "empty", content: "\n", mode: 0o600, err: "is empty"},
 		{name: "two lines", content: "a\nb\n", mode: 0o600, err: "more than one line"},
 		{name: "huge", content: strings.Repeat("x", 5000), mode: 0o600, err: "larger than"},
