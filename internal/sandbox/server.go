@@ -233,6 +233,9 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (*Response, error) 
 		if req.Perm == 0 {
 			perm = 0o644
 		}
+		if req.Real != "" {
+			return nil, s.Root.WriteFileAt(req.Path, req.Real, req.Data, perm)
+		}
 		return nil, s.Root.WriteFile(req.Path, req.Data, perm)
 	case OpStat, OpLstat:
 		stat := s.Root.Stat
@@ -268,7 +271,16 @@ func (s *Server) dispatch(ctx context.Context, req *Request) (*Response, error) 
 	case OpWalk:
 		return s.walk(req)
 	case OpRemove:
+		if req.Real != "" {
+			return nil, s.Root.RemoveAt(req.Path, req.Real)
+		}
 		return nil, s.Root.Remove(req.Path)
+	case OpLocate:
+		real, err := s.Root.Locate("write", req.Path)
+		if err != nil {
+			return nil, err
+		}
+		return &Response{Path: real}, nil
 	case OpMkdir:
 		perm := fs.FileMode(req.Perm).Perm()
 		if req.Perm == 0 {

@@ -48,17 +48,6 @@ func changeFacts(env *Env, op, name string) (Facts, error) {
 	return Facts{Locations: []Location{loc}}, nil
 }
 
-// movedPreview tells the person deciding where a change to name really
-// lands, when that is not name ("" otherwise, or when it cannot tell: the
-// guard has said why already).
-func movedPreview(env *Env, op, name string) string {
-	loc, err := locate(env, op, name)
-	if err != nil {
-		return ""
-	}
-	return movedNote([]Location{loc})
-}
-
 func isBinary(b []byte) bool {
 	if len(b) > 8192 {
 		b = b[:8192]
@@ -169,7 +158,7 @@ func WriteFile() *Tool {
 				return "", err
 			}
 			old, _ := readIfExists(env, a.Path)
-			return movedPreview(env, "write", a.Path) + diff(a.Path, old, a.Content), nil
+			return diff(a.Path, old, a.Content), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[writeArgs](raw)
@@ -239,7 +228,7 @@ func EditFile() *Tool {
 			if err != nil {
 				return "", err
 			}
-			return movedPreview(env, "write", a.Path) + diff(a.Path, old, updated), nil
+			return diff(a.Path, old, updated), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[editArgs](raw)
@@ -315,13 +304,7 @@ func DeleteFile() *Tool {
 			}
 			return changeFacts(env, "delete", a.Path)
 		},
-		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
-			a, err := decodeArgs[deleteArgs](raw)
-			if err != nil {
-				return "", err
-			}
-			return strings.TrimSuffix(movedPreview(env, "delete", a.Path), "\n"), nil
-		},
+
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[deleteArgs](raw)
 			if err != nil {

@@ -45,9 +45,9 @@ func pinnedFS(env *Env) workspace.PinnedFS {
 	return p
 }
 
-// movedNote is what a person deciding is told when a change lands
-// elsewhere than its name says ("" when none does).
-func movedNote(locs []Location) string {
+// MovedNote is what a person deciding is told when a change lands
+// elsewhere than its name says: a line per such change ("" when none does).
+func MovedNote(locs []Location) string {
 	var b strings.Builder
 	for _, l := range locs {
 		if l.Moved() {

@@ -72,13 +72,7 @@ func ApplyPatch() *Tool {
 			for _, c := range changes {
 				b.WriteString("\n  " + c.summary)
 			}
-			b.WriteString("\n")
-			if files, err := parsePatch(a.Patch); err == nil {
-				if locs, err := patchLocations(env, files); err == nil {
-					b.WriteString(movedNote(locs))
-				}
-			}
-			b.WriteString("\n" + a.Patch)
+			b.WriteString("\n\n" + a.Patch)
 			return b.String(), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
