@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
@@ -143,6 +144,11 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 	}
 	if !slices.Contains(sups, as) {
 		return nil, "", nil, fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
+	}
+	// Any process of the user can write the store; only a supervisor's
+	// token makes a decision a supervisor's.
+	if err := approval.ProveSupervisor(&cfg.Security.Approval, as, approval.SupervisorProof{Getenv: os.Getenv, Prompt: ttyPrompt()}); err != nil {
+		return nil, "", nil, err
 	}
 	st, err := app.OpenStore(db)
 	if err != nil {
@@ -295,4 +301,25 @@ func listOrNone(ids []string) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
+}
+
+// ttyPrompt asks on the controlling terminal without echo, or is nil when
+// the process has none (then a token must come from the environment).
+func ttyPrompt() func(string) (string, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	tty.Close()
+	return func(q string) (string, error) {
+		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return "", err
+		}
+		defer tty.Close()
+		fmt.Fprint(tty, q)
+		b, err := term.ReadPassword(int(tty.Fd()))
+		fmt.Fprintln(tty)
+		return strings.TrimSpace(string(b)), err
+	}
 }

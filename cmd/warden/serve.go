@@ -58,7 +58,10 @@ from Telegram (long polling: no public URL needed).`,
 		if err != nil {
 			return err
 		}
-		tokens, missing := server.SupervisorTokens(&cfg.Security.Approval)
+		tokens, missing, err := server.SupervisorTokens(&cfg.Security.Approval)
+		if err != nil {
+			return err
+		}
 		if len(missing) > 0 {
 			log.Warn("supervisors without an API token cannot use the API", "supervisors", strings.Join(missing, ", "))
 		}

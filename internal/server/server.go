@@ -56,15 +56,16 @@ type Server struct {
 	guard *originGuard
 }
 
-// SupervisorTokens reads each configured supervisor's token from the
-// environment variable its token_env names. A supervisor without token_env
-// (or with an empty variable) cannot use the API; it is listed in missing.
-func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []string) {
+// SupervisorTokens reads each configured supervisor's token: from its
+// token_file (refused, as an error, unless only its owner can read it),
+// else from the environment variable its token_env names. A supervisor
+// with neither set cannot use the API; it is listed in missing.
+func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []string, err error) {
 	tokens = map[string]string{}
 	for _, s := range a.Supervisors {
-		tok := ""
-		if s.TokenEnv != "" {
-			tok = os.Getenv(s.TokenEnv)
+		tok, err := approval.SupervisorToken(s, os.Getenv)
+		if err != nil {
+			return nil, nil, err
 		}
 		if tok == "" {
 			missing = append(missing, s.ID)
@@ -75,7 +76,7 @@ func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []s
 	if a.SupervisorID != "" && !contains(a.Supervisors, a.SupervisorID) {
 		missing = append(missing, a.SupervisorID)
 	}
-	return tokens, missing
+	return tokens, missing, nil
 }
 
 func contains(ss []config.Supervisor, id string) bool {
