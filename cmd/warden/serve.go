@@ -54,6 +54,7 @@ from Telegram (long polling: no public URL needed).`,
 		}
 		stderr := c.ErrOrStderr()
 		log := newLogger(stderr)
+		protectSecrets(log)
 		cfg, err := loadConfig(g, log)
 		if err != nil {
 			return err

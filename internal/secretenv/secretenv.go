@@ -21,13 +21,15 @@ func Protect() error {
 	}
 	// In this order: once non-dumpable, /proc/self/mem belongs to root and
 	// a process without privileges can no longer open it, even its own.
+	// Each step is tried even when the other fails.
+	var errs []error
 	if err := clearEnvironBlock(); err != nil {
-		return fmt.Errorf("failed to clear the environment block /proc/self/environ shows: %w", err)
+		errs = append(errs, fmt.Errorf("failed to clear the environment block /proc/self/environ shows: %w", err))
 	}
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("failed to mark the process non-dumpable: %w", err)
+		errs = append(errs, fmt.Errorf("failed to mark the process non-dumpable: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // clearEnvironBlock overwrites [env_start, env_end) with zero bytes.

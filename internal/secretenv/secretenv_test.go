@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/wardenhq/warden/internal/secretenv/secretenvtest"
 )
 
 // The test binary plays two more parts, chosen by WARDEN_SECRETENV_PART:
@@ -57,71 +57,10 @@ func victim() {
 	os.Exit(0)
 }
 
-// readResult is what the reader found, way by way.
-type readResult struct {
-	Environ, Mem       bool   // the token was found there
-	EnvironErr, MemErr string // or why it could not be read
-	PtraceErr          string // "" when PTRACE_SEIZE worked
-}
-
 func reader() {
 	pid, _ := strconv.Atoi(os.Args[len(os.Args)-2])
-	token := []byte(os.Args[len(os.Args)-1])
-	var r readResult
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err != nil {
-		r.EnvironErr = err.Error()
-	} else {
-		r.Environ = bytes.Contains(b, token)
-	}
-	r.Mem, r.MemErr = scanMem(pid, token)
-	if err := unix.PtraceSeize(pid); err != nil {
-		r.PtraceErr = err.Error()
-	}
-	json.NewEncoder(os.Stdout).Encode(r)
+	json.NewEncoder(os.Stdout).Encode(secretenvtest.Probe(pid, []byte(os.Args[len(os.Args)-1])))
 	os.Exit(0)
-}
-
-// scanMem reads every readable mapping of pid through /proc/PID/mem and
-// reports whether token is in one.
-func scanMem(pid int, token []byte) (bool, string) {
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return false, err.Error()
-	}
-	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
-	if err != nil {
-		return false, err.Error()
-	}
-	defer mem.Close()
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 || f[1][0] != 'r' {
-			continue
-		}
-		lo, hi, _ := strings.Cut(f[0], "-")
-		a, _ := strconv.ParseUint(lo, 16, 64)
-		b, _ := strconv.ParseUint(hi, 16, 64)
-		if b-a > 1<<30 {
-			continue
-		}
-		buf := make([]byte, b-a)
-		n, _ := mem.ReadAt(buf, int64(a))
-		if bytes.Contains(buf[:n], token) {
-			return true, ""
-		}
-	}
-	return false, ""
-}
-
-// sameUser returns the credential both processes run as: an unprivileged
-// user when the test runs as root (root reads every process whatever it
-// does, see the package documentation), else none (the test's own user).
-func sameUser(t *testing.T) *syscall.Credential {
-	if os.Getuid() != 0 {
-		return nil
-	}
-	return &syscall.Credential{Uid: 65534, Gid: 65534}
 }
 
 // exe copies the test binary where the unprivileged user can run it.
@@ -157,7 +96,7 @@ func exe(t *testing.T) string {
 func TestProtect(t *testing.T) {
 	t.Parallel()
 	bin := exe(t)
-	cred := sameUser(t)
+	cred := secretenvtest.SameUser()
 	for _, protect := range []bool{false, true} {
 		t.Run(fmt.Sprintf("protect=%v", protect), func(t *testing.T) {
 			t.Parallel()
@@ -200,7 +139,7 @@ func TestProtect(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reader: %v", err)
 			}
-			var r readResult
+			var r secretenvtest.Findings
 			if err := json.Unmarshal(res, &r); err != nil {
 				t.Fatalf("reader said %q", res)
 			}
