@@ -235,7 +235,7 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&as, "as", "", "the supervisor revoking (default $WARDEN_SUPERVISOR)")
+	c.Flags().StringVar(&as, "as", "", "the supervisor revoking (default $WARDEN_SUPERVISOR); their token comes from their token_env, or is asked for on the terminal")
 	return c
 }
 
@@ -283,7 +283,7 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&as, "as", "", "the supervisor deciding (default $WARDEN_SUPERVISOR)")
+	c.Flags().StringVar(&as, "as", "", "the supervisor deciding (default $WARDEN_SUPERVISOR); their token comes from their token_env, or is asked for on the terminal")
 	c.Flags().StringVar(&reason, "reason", "", map[bool]string{true: "why (optional)", false: "why (required; the agent reads it)"}[approve])
 	if approve {
 		c.Flags().DurationVar(&grant, "grant", 0, "also allow the exact same call in the same session without asking for this long (e.g. 15m; capped at grant_max_minutes)")
