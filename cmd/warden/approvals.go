@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
@@ -144,6 +145,11 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 	if !slices.Contains(sups, as) {
 		return nil, "", nil, fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
 	}
+	// Any process of the user can write the store; only a supervisor's
+	// token makes a decision a supervisor's.
+	if err := approval.ProveSupervisor(&cfg.Security.Approval, as, approval.SupervisorProof{Getenv: os.Getenv, Prompt: ttyPrompt()}); err != nil {
+		return nil, "", nil, err
+	}
 	st, err := app.OpenStore(db)
 	if err != nil {
 		return nil, "", nil, err
@@ -229,7 +235,7 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&as, "as", "", "the supervisor revoking (default $WARDEN_SUPERVISOR)")
+	c.Flags().StringVar(&as, "as", "", "the supervisor revoking (default $WARDEN_SUPERVISOR); their token comes from their token_env, or is asked for on the terminal")
 	return c
 }
 
@@ -277,7 +283,7 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&as, "as", "", "the supervisor deciding (default $WARDEN_SUPERVISOR)")
+	c.Flags().StringVar(&as, "as", "", "the supervisor deciding (default $WARDEN_SUPERVISOR); their token comes from their token_env, or is asked for on the terminal")
 	c.Flags().StringVar(&reason, "reason", "", map[bool]string{true: "why (optional)", false: "why (required; the agent reads it)"}[approve])
 	if approve {
 		c.Flags().DurationVar(&grant, "grant", 0, "also allow the exact same call in the same session without asking for this long (e.g. 15m; capped at grant_max_minutes)")
@@ -295,4 +301,25 @@ func listOrNone(ids []string) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
+}
+
+// ttyPrompt asks on the controlling terminal without echo, or is nil when
+// the process has none (then a token must come from the environment).
+func ttyPrompt() func(string) (string, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	tty.Close()
+	return func(q string) (string, error) {
+		tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return "", err
+		}
+		defer tty.Close()
+		fmt.Fprint(tty, q)
+		b, err := term.ReadPassword(int(tty.Fd()))
+		fmt.Fprintln(tty)
+		return strings.TrimSpace(string(b)), err
+	}
 }

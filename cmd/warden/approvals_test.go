@@ -57,6 +57,7 @@ func TestApprovalsTwoProcesses(t *testing.T) {
 	os.WriteFile(cfgFile, []byte("[security.approval]\nsupervisors = [{id = \"alice\", token_env = \"ALICE_TOKEN\"}]\n"), 0o600)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("WARDEN_SUPERVISOR", "")
+	t.Setenv("ALICE_TOKEN", "alice-token-0123456789")
 
 	var childOut bytes.Buffer
 	child := exec.Command(os.Args[0], "-test.run=^TestApprovalsChild$", "-test.v")
@@ -131,6 +132,8 @@ func TestApprovalsGrantCLI(t *testing.T) {
 		"supervisors = [{id = \"alice\", token_env = \"ALICE_TOKEN\"}, {id = \"bob\", token_env = \"BOB_TOKEN\"}]\n"), 0o600)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("WARDEN_SUPERVISOR", "")
+	t.Setenv("ALICE_TOKEN", "alice-token-0123456789")
+	t.Setenv("BOB_TOKEN", "bob-token-0123456789")
 	st, err := app.OpenStore(db)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,8 @@ var update = flag.Bool("u", false, "rewrite testscript files with the actual out
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"warden": func() { os.Exit(run(os.Args[1:])) },
+		"warden":     func() { os.Exit(run(os.Args[1:])) },
+		"procreader": procReader,
 	})
 }
 

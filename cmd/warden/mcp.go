@@ -69,6 +69,7 @@ definitions are pinned on first use; a changed one is refused until
 
 func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) error {
 	log := newLogger(stderr)
+	protectSecrets(log)
 	flags := g.app(f.noCommands, f.dryRun)
 	cfg, err := app.LoadConfig(flags, log)
 	if err != nil {

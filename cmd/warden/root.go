@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/app"
+	"github.com/wardenhq/warden/internal/secretenv"
 )
 
 // Exit codes (a contract scripts depend on).
@@ -184,4 +185,14 @@ func newLogger(w io.Writer) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// protectSecrets keeps the secrets this process read from its environment
+// (tokens, API keys) from the user's other processes: serve, mcp and run
+// call it first (see internal/secretenv). A failure is logged, not fatal:
+// the process works without it, with its environment as exposed as any.
+func protectSecrets(log *slog.Logger) {
+	if err := secretenv.Protect(); err != nil {
+		log.Warn("could not hide this process's environment from the user's other processes", "err", err)
+	}
 }

@@ -87,12 +87,15 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 	}
 	ctx := cmd.Context()
 	session := app.NewSessionID("run")
-	a, err := app.New(ctx, app.Options{Flags: g.app(false, f.dryRun), Agent: f.agent, Session: session, Logger: newLogger(stderr)})
+	log := newLogger(stderr)
+	protectSecrets(log)
+	a, err := app.New(ctx, app.Options{Flags: g.app(false, f.dryRun), Agent: f.agent, Session: session, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	cfg, log := a.Config(), a.Log()
+	cfg := a.Config()
+	log = a.Log()
 	ag, err := policy.LookupAgent(cfg, f.agent)
 	if err != nil {
 		return usageErr("--agent: %v", err)

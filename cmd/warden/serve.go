@@ -17,7 +17,7 @@ import (
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var addr, cert, key string
 	var insecurePublic bool
-	var mcpWorkspaces []string
+	var mcpWorkspaces, allowedHosts, allowedOrigins []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the supervisor page, the approvals API and MCP over HTTP (loopback by default)",
@@ -25,6 +25,11 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 approvals REST API (/api/approvals, /api/grants, with an SSE stream) and, for
 each --mcp-workspace NAME=DIR, warden's tools over MCP streamable HTTP at
 /mcp/NAME.
+
+Every request but /healthz must name this server in Host (the address it
+listens on, localhost or NAME.localhost, or an --allowed-host), and a
+browser's Origin must be the server's own or an --allowed-origin: a page
+elsewhere, or one reached through DNS rebinding, gets 403.
 
 API calls need a supervisor's bearer token (security.approval.supervisors'
 token_env). MCP clients need a token of their own, from the environment:
@@ -49,11 +54,15 @@ from Telegram (long polling: no public URL needed).`,
 		}
 		stderr := c.ErrOrStderr()
 		log := newLogger(stderr)
+		protectSecrets(log)
 		cfg, err := loadConfig(g, log)
 		if err != nil {
 			return err
 		}
-		tokens, missing := server.SupervisorTokens(&cfg.Security.Approval)
+		tokens, missing, err := server.SupervisorTokens(&cfg.Security.Approval)
+		if err != nil {
+			return err
+		}
 		if len(missing) > 0 {
 			log.Warn("supervisors without an API token cannot use the API", "supervisors", strings.Join(missing, ", "))
 		}
@@ -69,7 +78,8 @@ from Telegram (long polling: no public URL needed).`,
 			return err
 		}
 		defer closeChannels()
-		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log})
+		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log,
+			Origins: server.OriginPolicy{Hosts: allowedHosts, Origins: allowedOrigins}})
 		if err != nil {
 			return err
 		}
@@ -83,7 +93,7 @@ from Telegram (long polling: no public URL needed).`,
 			}
 			defer closeMCP()
 			mux := http.NewServeMux()
-			mux.Handle("/mcp/", mh)
+			mux.Handle("/mcp/", api.Guard(mh))
 			mux.Handle("/", handler)
 			handler = mux
 		}
@@ -104,6 +114,8 @@ from Telegram (long polling: no public URL needed).`,
 	f.StringVar(&key, "tls-key", "", "TLS key file")
 	f.BoolVar(&insecurePublic, "insecure-public", false, "allow a non-loopback address without TLS")
 	f.StringArrayVar(&mcpWorkspaces, "mcp-workspace", nil, "serve MCP for workspace DIR at /mcp/NAME (NAME=DIR, repeatable)")
+	f.StringArrayVar(&allowedHosts, "allowed-host", nil, "a name (or name:port) requests may carry in Host besides the address served and localhost, e.g. a proxy's (repeatable)")
+	f.StringArrayVar(&allowedOrigins, "allowed-origin", nil, "a browser origin (scheme://host[:port]) allowed besides the server's own, e.g. its public URL behind a TLS proxy (repeatable)")
 	return cmd
 }
 

@@ -20,6 +20,20 @@ type Request struct {
 	Rule string
 	// Risk is a human summary: a command's parse and class, an edit's diff.
 	Risk string
+	// Targets are the places the call changes, resolved in the workspace
+	// when it was asked (Path as the call names it, Real where the change
+	// lands). They are part of the binding: the decision holds for those
+	// places only, and the call refuses to run if a path leads elsewhere
+	// by then.
+	Targets []Target
+}
+
+// Target is a file a call changes: the path its arguments name and the
+// real workspace-relative location the change lands at. They differ when a
+// directory on the way is a symbolic link.
+type Target struct {
+	Path string `json:"path"`
+	Real string `json:"real"`
 }
 
 // Outcome is how a request was decided.

@@ -86,8 +86,11 @@ func CompileAutoApprove(rules []config.AutoApprove, judge CommandJudge) (*AutoAp
 
 // Match returns the first rule that approves tool with canonical args.
 // Every pattern a rule sets must match; a field the rule needs that the
-// arguments lack, or cannot be judged, means no match.
-func (aa *AutoApprover) Match(tool string, args json.RawMessage) (*AutoRule, bool) {
+// arguments lack, or cannot be judged, means no match. A path_pattern must
+// match the "path" argument and also where the change really lands (every
+// target's Real): a rule for ^docs/ does not approve docs/x.yml when docs
+// is a link to .github/workflows.
+func (aa *AutoApprover) Match(tool string, args json.RawMessage, targets ...Target) (*AutoRule, bool) {
 	if aa == nil || len(aa.rules) == 0 {
 		return nil, false
 	}
@@ -97,14 +100,14 @@ func (aa *AutoApprover) Match(tool string, args json.RawMessage) (*AutoRule, boo
 		return nil, false
 	}
 	for _, r := range aa.rules {
-		if r.Tool == tool && aa.matches(r, args, fields) {
+		if r.Tool == tool && aa.matches(r, args, fields, targets) {
 			return r, true
 		}
 	}
 	return nil, false
 }
 
-func (aa *AutoApprover) matches(r *AutoRule, args json.RawMessage, fields map[string]any) bool {
+func (aa *AutoApprover) matches(r *AutoRule, args json.RawMessage, fields map[string]any, targets []Target) bool {
 	if r.command != nil && !aa.commandMatches(r.command, fields) {
 		return false
 	}
@@ -112,6 +115,11 @@ func (aa *AutoApprover) matches(r *AutoRule, args json.RawMessage, fields map[st
 		p, ok := workspacePath(fields)
 		if !ok || !r.path.MatchString(p) {
 			return false
+		}
+		for _, t := range targets {
+			if !r.path.MatchString(t.Real) {
+				return false
+			}
 		}
 	}
 	if r.url != nil {

@@ -78,7 +78,8 @@ type Broker struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
-	groups  map[string]*group // PENDING requests of this broker, by binding hash
+	groups  map[string]*group   // PENDING requests of this broker, by binding hash
+	targets map[string][]Target // the targets of those requests, by id
 }
 
 var _ Approver = (*Broker)(nil)
@@ -106,7 +107,7 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 		o.GrantMax = DefaultGrantMax
 	}
 	b := &Broker{o: o, owner: store.CurrentOwner(), log: o.Logger, waiters: map[string]chan struct{}{},
-		groups: map[string]*group{}}
+		groups: map[string]*group{}, targets: map[string][]Target{}}
 	if b.log == nil {
 		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -160,11 +161,11 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 	tool, _ := config.NormalizeTool(req.Tool)
 	now := time.Now()
 	a := &store.Approval{
-		ID: NewID(), Tool: tool, Args: args, ArgsHash: BindingHash(tool, args, req.Workspace, req.Session),
+		ID: NewID(), Tool: tool, Args: args, ArgsHash: BindingHash(tool, args, req.Workspace, req.Session, req.Targets...),
 		Workspace: req.Workspace, Session: req.Session, Agent: req.Agent, Rule: req.Rule, Risk: req.Risk,
 		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(b.o.Timeout), Owner: b.owner,
 	}
-	if rule, ok := b.o.Auto.Match(tool, args); ok {
+	if rule, ok := b.o.Auto.Match(tool, args, req.Targets...); ok {
 		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = store.Approved, string(audit.DecisionAutoApproved), "auto:"+rule.Name, now, true
 		rec := b.record(a, "approval", audit.DecisionAutoApproved)
 		if err := b.o.Store.Create(ctx, a, rec); err != nil {
@@ -189,7 +190,15 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		b.mirror(ctx, "", rec)
 		return Outcome{State: store.Denied, Reason: "no approval channel can reach a supervisor"}, err
 	}
-	return b.askOnce(ctx, a)
+	return b.askOnce(ctx, a, req.Targets)
+}
+
+// targetsOf returns the targets request id was asked with (kept in memory
+// by the asking broker: they are checked, not stored).
+func (b *Broker) targetsOf(id string) []Target {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.targets[id]
 }
 
 // group is the one PENDING request that identical asks share: same
@@ -225,7 +234,7 @@ var collapsedRuns = struct {
 // an identical request of this broker is already PENDING: then the call
 // waits on that one and gets its decision, without a second row or a
 // second notification.
-func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error) {
+func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Target) (Outcome, error) {
 	b.mu.Lock()
 	if g := b.groups[a.ArgsHash]; g != nil {
 		g.waiters++
@@ -242,6 +251,9 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error
 	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	g := &group{key: a.ArgsHash, id: a.ID, waiters: 1, cancel: cancel, done: make(chan struct{})}
 	b.groups[g.key] = g
+	if len(targets) > 0 {
+		b.targets[a.ID] = targets // until finish: settled checks the claim against them
+	}
 	b.mu.Unlock()
 
 	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
@@ -272,6 +284,7 @@ func (b *Broker) finish(g *group, out Outcome, err error) {
 	if b.groups[g.key] == g {
 		delete(b.groups, g.key)
 	}
+	delete(b.targets, g.id)
 	if out.Approved && g.waiters > 1 {
 		collapsedRuns.Lock()
 		collapsedRuns.m[out.ID] = &collapsed{left: g.waiters}
@@ -427,7 +440,7 @@ func (b *Broker) settled(ctx context.Context, asked *store.Approval) (Outcome, e
 			out.State = store.Denied
 			return out, fmt.Errorf("approved request %s cannot be executed: %w", cur.ID, err)
 		}
-		if BindingHash(claimed.Tool, claimed.Args, claimed.Workspace, claimed.Session) != asked.ArgsHash || claimed.ArgsHash != asked.ArgsHash {
+		if BindingHash(claimed.Tool, claimed.Args, claimed.Workspace, claimed.Session, b.targetsOf(asked.ID)...) != asked.ArgsHash || claimed.ArgsHash != asked.ArgsHash {
 			out.State = store.Denied
 			return out, fmt.Errorf("approved request %s does not match what was asked: the stored request was altered; refusing to run it", cur.ID)
 		}

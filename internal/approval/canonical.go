@@ -38,11 +38,16 @@ func Canonical(args json.RawMessage) (json.RawMessage, error) {
 }
 
 // BindingHash is the SHA-256 (hex) that binds a decision to exactly what
-// will run: the tool, its canonical arguments, the workspace and the
-// session, each length-prefixed.
-func BindingHash(tool string, canonicalArgs json.RawMessage, workspace, session string) string {
+// will run: the tool, its canonical arguments, the workspace, the session
+// and, for a call that changes files, where each change lands (targets),
+// each length-prefixed.
+func BindingHash(tool string, canonicalArgs json.RawMessage, workspace, session string, targets ...Target) string {
 	h := sha256.New()
-	for _, f := range []string{tool, string(canonicalArgs), workspace, session} {
+	fields := []string{tool, string(canonicalArgs), workspace, session}
+	for _, t := range targets {
+		fields = append(fields, "target", t.Path, t.Real)
+	}
+	for _, f := range fields {
 		h.Write([]byte(strconv.Itoa(len(f))))
 		h.Write([]byte{':'})
 		h.Write([]byte(f))

@@ -5,7 +5,8 @@
 //
 // A supervised call becomes a request in the shared store (package store)
 // with an unguessable id (128 random bits), the tool, its canonical
-// arguments and a SHA-256 binding them to the workspace and session. The
+// arguments and a SHA-256 binding them to the workspace, the session and,
+// for a call that changes files, where each change lands (Targets). The
 // Broker waits for the request to leave PENDING, polling the store so that a
 // decision made by another process is seen within DefaultPoll, and racing
 // the terminal prompt when there is one. Channels are told (Channel); those
@@ -17,14 +18,27 @@
 //   - What runs is what was approved: an approved Outcome carries the
 //     stored canonical arguments, re-hashed against the binding hash before
 //     they are handed out, and the caller runs those, not its own copy.
+//   - A path names a place only until a directory on the way becomes a
+//     link: the request carries Targets, where each change really lands
+//     (resolved by package workspace when the call was judged), the person
+//     is told first when one differs from its path, they are part of the
+//     binding hash (so a grant made for one place does not cover another),
+//     a path_pattern must match them as well, and the engine runs the call
+//     pinned to them: a path that leads elsewhere by then is refused
+//     (workspace.ErrMoved), not written.
 //   - Exactly one decision wins (a conditional update in the store); a late
 //     one is refused. An approval is handed out once (Claim), and recorded
 //     as executed once.
 //   - Only configured supervisors decide through Decide. The person at the
 //     terminal that started this process decides its own prompts, as
-//     "terminal". Who is a supervisor on the CLI is not proven by a secret:
-//     the local user who can write the database is trusted (the HTTP API
-//     requires each supervisor's bearer token).
+//     "terminal". The HTTP API requires each supervisor's bearer token, and
+//     so does the CLI (ProveSupervisor): `warden approvals approve --as
+//     alice` takes alice's token from her token_env or asks for it on the
+//     terminal, and compares it with her token_file when she has one. Any
+//     process of the user can write the database; only the token makes a
+//     decision a supervisor's. Processes that hold tokens (serve, mcp, run)
+//     hide their environment from the user's other processes (package
+//     secretenv), and commands never receive it.
 //   - A command_pattern only auto-approves a command whose every simple
 //     command matches, judged on the parse ("^ls " cannot approve
 //     "ls; rm -rf x"); anything the judge cannot vouch for is asked. A
@@ -58,6 +72,19 @@
 //     marks the request EXECUTED and the others are approval_executed audit
 //     rows on it. A waiter that gives up leaves; only the last one cancels
 //     the request. Calls from different sessions never collapse.
+//
+// # Without a jail, a command runs as the user
+//
+// Approving a command on a workspace without a sandbox runs it on the host,
+// as the user, with everything the user can do: read any file the user can
+// (a token_file, the shell profile that exports a token, ~/.ssh), write the
+// approval database, start processes, change .git behind the file tools'
+// back. No check in this package can take back what such a command was
+// allowed to do — including deciding its own next request with a token it
+// read. The answer is the jail ([sandbox] in the workspace's config): the
+// command then sees only the workspace (masked files hidden, git's control
+// files read-only, no home directory, no database, no tokens in its
+// environment). Approve host commands as you would run them yourself.
 //
 // # Non-goals
 //

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/secretenv"
 )
 
 // RemoteChannels are notify_channel values meaning "a supervisor decides
@@ -88,4 +89,22 @@ func FromConfig(cfg *config.Config, judge CommandJudge) (Options, error) {
 		o.Remote = true
 	}
 	return o, nil
+}
+
+// SupervisorToken returns the token configured for s: the content of its
+// token_file (which only its owner may read: see secretenv.ReadTokenFile),
+// else the value of the variable its token_env names, read with getenv.
+// "" with no error means none is configured or set.
+func SupervisorToken(s config.Supervisor, getenv func(string) string) (string, error) {
+	if s.TokenFile != "" {
+		tok, err := secretenv.ReadTokenFile(s.TokenFile)
+		if err != nil {
+			return "", fmt.Errorf("supervisor %s: %w", s.ID, err)
+		}
+		return tok, nil
+	}
+	if s.TokenEnv == "" {
+		return "", nil
+	}
+	return getenv(s.TokenEnv), nil
 }

@@ -117,10 +117,14 @@ type Email struct {
 	CAFile string `toml:"ca_file" yaml:"ca_file" json:"ca_file,omitempty"`
 }
 
-// Supervisor may decide approval requests; its token comes from TokenEnv.
+// Supervisor may decide approval requests with its token: from the file
+// TokenFile names (which only its owner may read), else from the
+// environment variable TokenEnv names. `warden approvals` takes the
+// supervisor's token from TokenEnv or asks for it on the terminal.
 type Supervisor struct {
-	ID       string `toml:"id" yaml:"id" json:"id"`
-	TokenEnv string `toml:"token_env" yaml:"token_env" json:"token_env"`
+	ID        string `toml:"id" yaml:"id" json:"id"`
+	TokenEnv  string `toml:"token_env" yaml:"token_env" json:"token_env"`
+	TokenFile string `toml:"token_file" yaml:"token_file" json:"token_file,omitempty"`
 }
 
 // Webhook is the webhook approval channel.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -246,8 +247,12 @@ func (l *layer) validateApproval() {
 			l.bad(e+".id", s.ID, "duplicate supervisor id")
 		}
 		seen[s.ID] = true
-		if !envNamePatt.MatchString(s.TokenEnv) {
-			l.bad(e+".token_env", s.TokenEnv, "must name the environment variable holding the supervisor's token")
+		switch {
+		case s.TokenFile != "" && !filepath.IsAbs(s.TokenFile):
+			l.bad(e+".token_file", s.TokenFile, "must be an absolute path to a file only you can read (chmod 600)")
+		case s.TokenEnv == "" && s.TokenFile != "":
+		case !envNamePatt.MatchString(s.TokenEnv):
+			l.bad(e+".token_env", s.TokenEnv, "must name the environment variable holding the supervisor's token (or set token_file)")
 		}
 	}
 	l.httpURL(p+".webhook.url", a.Webhook.URL)

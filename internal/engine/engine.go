@@ -188,7 +188,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		}
 		// The decision is bound to the exact call: run only what was approved.
 		if out.Args != nil && (!bytes.Equal(out.Args, canonArgs) ||
-			out.ArgsHash != approval.BindingHash(t.Name, canonArgs, e.workRoot, e.opts.Env.Session)) {
+			out.ArgsHash != approval.BindingHash(t.Name, canonArgs, e.workRoot, e.opts.Env.Session, targets(facts.Locations)...)) {
 			c.rec.Decision = audit.DecisionError
 			return tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, t.Name)}
 		}
@@ -199,7 +199,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		case out.Grant != "":
 			c.rec.Decision = audit.DecisionGranted
 		}
-		res := e.execute(ctx, c, t, canonArgs)
+		res := e.execute(ctx, c, t, canonArgs, facts.Locations)
 		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Excerpt(res.Output+res.Error, 500)); err != nil {
 			e.opts.Log.Warn("recording an approved call's result failed", "request", out.ID, "err", err)
 		}
@@ -208,14 +208,25 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 	if c.rec.Decision == "" {
 		c.rec.Decision = audit.DecisionAllow
 	}
-	return e.execute(ctx, c, t, canonArgs)
+	return e.execute(ctx, c, t, canonArgs, facts.Locations)
+}
+
+// targets converts where a call's changes land into the approval's terms.
+func targets(locs []tools.Location) []approval.Target {
+	var out []approval.Target
+	for _, l := range locs {
+		out = append(out, approval.Target{Path: l.Path, Real: l.Real})
+	}
+	return out
 }
 
 func (e *Engine) ask(ctx context.Context, t *tools.Tool, args json.RawMessage, facts tools.Facts, d policy.Decision) (approval.Outcome, error) {
 	if e.opts.Approver == nil {
 		return approval.Outcome{}, noChannel(t.Name, d)
 	}
-	risk := facts.Risk
+	// Where a change lands elsewhere than its path says, the person is
+	// told first (chat channels cut a long risk to its start).
+	risk := strings.TrimSpace(tools.MovedNote(facts.Locations) + facts.Risk)
 	if t.Preview != nil {
 		if p, err := t.Preview(ctx, e.opts.Env, args); err != nil {
 			return approval.Outcome{}, err // the call would fail anyway: say why now, ask nobody
@@ -225,7 +236,7 @@ func (e *Engine) ask(ctx context.Context, t *tools.Tool, args json.RawMessage, f
 	}
 	req := &approval.Request{
 		Tool: t.Name, Args: args, Workspace: e.workRoot, Session: e.opts.Env.Session,
-		Agent: e.opts.Env.Agent, Rule: d.Rule, Risk: risk,
+		Agent: e.opts.Env.Agent, Rule: d.Rule, Risk: risk, Targets: targets(facts.Locations),
 	}
 	out, err := e.opts.Approver.Ask(ctx, req)
 	var nc *approval.NoChannelError
@@ -241,7 +252,10 @@ func noChannel(tool string, d policy.Decision) error {
 	return &approval.NoChannelError{Tool: tool, Rule: d.Reason}
 }
 
-func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.RawMessage) tools.Result {
+// execute runs the call, its changes pinned to the locations its guard
+// found (a path that leads elsewhere by now is refused).
+func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.RawMessage, locs []tools.Location) tools.Result {
+	ctx = tools.WithPins(ctx, locs)
 	if e.opts.DryRun {
 		c.rec.Decision = audit.DecisionDryRun
 		return tools.Result{Success: true, Output: fmt.Sprintf("[DRY-RUN] %s would run with %s", t.Name, audit.Truncate(string(args), audit.DefaultMaxLen))}

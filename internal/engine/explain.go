@@ -3,8 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/wardenhq/warden/internal/policy"
+	"github.com/wardenhq/warden/internal/tools"
 )
 
 // Explanation is what the engine would decide about a call, without
@@ -48,7 +50,7 @@ func (e *Engine) Explain(name string, args json.RawMessage) Explanation {
 	}
 	if t.Guard != nil {
 		facts, err := t.Guard(e.opts.Env, canonArgs)
-		x.Class, x.Risk = facts.CommandClass, facts.Risk
+		x.Class, x.Risk = facts.CommandClass, strings.TrimSpace(tools.MovedNote(facts.Locations)+facts.Risk)
 		if err != nil {
 			return deny("guard", ruleOf(err), err.Error())
 		}

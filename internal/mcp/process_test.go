@@ -143,7 +143,7 @@ func TestProcessStdio(t *testing.T) {
 		t.Fatalf("request %+v", a)
 	}
 	approve := exec.Command(warden(t), "approvals", "approve", a.ID, "--as", "alice")
-	approve.Env = h.env
+	approve.Env = append(h.env, "ALICE_TOKEN=alice-token-0123456789") // deciding needs the supervisor's token
 	if out, err := approve.CombinedOutput(); err != nil {
 		t.Fatalf("warden approvals approve: %v\n%s", err, out)
 	}

@@ -112,6 +112,39 @@ func (f *FS) Remove(name string) error {
 	return err
 }
 
+var _ workspace.PinnedFS = (*FS)(nil)
+
+// Locate implements workspace.PinnedFS: the worker resolves name in the
+// jail, where the workspace is at its host path.
+func (f *FS) Locate(op, name string) (string, error) {
+	resp, err := f.call(&proto.Request{Op: proto.OpLocate, Path: name})
+	if err != nil {
+		return "", err
+	}
+	return resp.Path, nil
+}
+
+// WriteFileAt implements workspace.PinnedFS.
+func (f *FS) WriteFileAt(name, real string, data []byte, perm fs.FileMode) error {
+	if len(data) > proto.MaxFileBytes {
+		return &workspace.PathError{Op: "write", Path: name, Err: workspace.ErrTooLarge}
+	}
+	if real == "" {
+		return &workspace.PathError{Op: "write", Path: name, Err: workspace.ErrInvalid}
+	}
+	_, err := f.call(&proto.Request{Op: proto.OpWriteFile, Path: name, Data: data, Perm: uint32(perm.Perm()), Real: real})
+	return err
+}
+
+// RemoveAt implements workspace.PinnedFS.
+func (f *FS) RemoveAt(name, real string) error {
+	if real == "" {
+		return &workspace.PathError{Op: "delete", Path: name, Err: workspace.ErrInvalid}
+	}
+	_, err := f.call(&proto.Request{Op: proto.OpRemove, Path: name, Real: real})
+	return err
+}
+
 // MkdirAll implements workspace.FS.
 func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 	_, err := f.call(&proto.Request{Op: proto.OpMkdir, Path: name, Perm: uint32(perm.Perm())})

@@ -80,6 +80,23 @@
 // Redirect targets are limited to the page's own paths. Decisions go
 // through the broker, as the API's do.
 //
+// Every request but /healthz (the page, /api and, through Guard, /mcp)
+// must name this server in Host and, when a browser sends an Origin, come
+// from this server's own origin (origin.go): a DNS-rebinding page —
+// attacker's content under the attacker's name, now resolving to
+// 127.0.0.1 — sends its own name as Host; a page on any other origin,
+// including another port of this host (an agent's dev server), sends its
+// origin. Both get 403 with the reason, audited like bad tokens. Accepted
+// Hosts: the address the connection reached, and on a loopback connection
+// localhost and NAME.localhost (browsers resolve those themselves, never
+// through DNS), each on the port reached; plus --allowed-host names.
+// Accepted Origins: those hosts with the server's scheme, plus
+// --allowed-origin. "Origin: null" passes only with Sec-Fetch-Site:
+// same-origin (the page's own form posts under no-referrer). A request
+// without Origin (curl, SDKs, navigations) is judged by Host and its
+// credentials alone. The MCP specification requires this Origin check for
+// Streamable HTTP.
+//
 // The API listens on loopback by default; `warden serve` refuses a
 // non-loopback address without TLS unless --insecure-public is given
 // (CheckAddr).

@@ -35,6 +35,10 @@ type Options struct {
 	Poll time.Duration
 	// Heartbeat is the SSE comment interval; default 15 s.
 	Heartbeat time.Duration
+	// Origins names the hosts and browser origins the server answers
+	// besides itself; the zero value is this server alone (see
+	// OriginPolicy).
+	Origins OriginPolicy
 }
 
 type credential struct {
@@ -49,17 +53,19 @@ type Server struct {
 	log   *slog.Logger
 	hub   *hub
 	mux   *http.ServeMux
+	guard *originGuard
 }
 
-// SupervisorTokens reads each configured supervisor's token from the
-// environment variable its token_env names. A supervisor without token_env
-// (or with an empty variable) cannot use the API; it is listed in missing.
-func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []string) {
+// SupervisorTokens reads each configured supervisor's token: from its
+// token_file (refused, as an error, unless only its owner can read it),
+// else from the environment variable its token_env names. A supervisor
+// with neither set cannot use the API; it is listed in missing.
+func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []string, err error) {
 	tokens = map[string]string{}
 	for _, s := range a.Supervisors {
-		tok := ""
-		if s.TokenEnv != "" {
-			tok = os.Getenv(s.TokenEnv)
+		tok, err := approval.SupervisorToken(s, os.Getenv)
+		if err != nil {
+			return nil, nil, err
 		}
 		if tok == "" {
 			missing = append(missing, s.ID)
@@ -70,7 +76,7 @@ func SupervisorTokens(a *config.Approval) (tokens map[string]string, missing []s
 	if a.SupervisorID != "" && !contains(a.Supervisors, a.SupervisorID) {
 		missing = append(missing, a.SupervisorID)
 	}
-	return tokens, missing
+	return tokens, missing, nil
 }
 
 func contains(ss []config.Supervisor, id string) bool {
@@ -94,6 +100,11 @@ func New(o Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	guard, err := newOriginGuard(o.Origins, s.refusedOrigin)
+	if err != nil {
+		return nil, err
+	}
+	s.guard = guard
 	sups := o.Broker.Supervisors()
 	for tok, id := range o.Tokens {
 		if len(tok) < 16 {
@@ -145,8 +156,19 @@ func slicesContains(ss []string, s string) bool {
 	return false
 }
 
-// Handler is the API's http.Handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler is the API's http.Handler, behind the Host and Origin checks.
+func (s *Server) Handler() http.Handler { return s.guard.wrap(s.mux) }
+
+// Guard puts h behind the same Host and Origin checks as Handler: for
+// other endpoints served next to it (MCP at /mcp/).
+func (s *Server) Guard(h http.Handler) http.Handler { return s.guard.wrap(h) }
+
+// refusedOrigin audits and logs a request refused for its Host or Origin.
+func (s *Server) refusedOrigin(r *http.Request, why string) {
+	what := fmt.Sprintf("%s %s from %s: %s", r.Method, r.URL.Path, r.RemoteAddr, why)
+	s.b.AuditAuthFailure(r.Context(), http.StatusForbidden, what)
+	s.log.Warn("refused a request for its Host or Origin", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "host", r.Host, "origin", r.Header.Get("Origin"))
+}
 
 // Close ends every event stream and stops reading the store for them.
 func (s *Server) Close() { s.hub.close() }

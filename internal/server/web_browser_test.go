@@ -31,8 +31,8 @@ func chromium(t testing.TB) string {
 
 // newChrome starts a headless chromium with a fresh profile, offline
 // (no first-run, sync, component update or background networking), and
-// returns a tab's context.
-func newChrome(t testing.TB, width, height int) context.Context {
+// returns a tab's context; extra options are added to the allocator's.
+func newChrome(t testing.TB, width, height int, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
@@ -52,6 +52,7 @@ func newChrome(t testing.TB, width, height int) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(width, height),
 	}
+	opts = append(opts, extra...)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); acancel() })

@@ -35,6 +35,19 @@ func checkPath(env *Env, op, name string, write bool) error {
 	return env.Root.Check(op, name, write)
 }
 
+// changeFacts applies the guards of a change to name and resolves where
+// it lands.
+func changeFacts(env *Env, op, name string) (Facts, error) {
+	if err := checkPath(env, op, name, true); err != nil {
+		return Facts{}, err
+	}
+	loc, err := locate(env, op, name)
+	if err != nil {
+		return Facts{}, err
+	}
+	return Facts{Locations: []Location{loc}}, nil
+}
+
 func isBinary(b []byte) bool {
 	if len(b) > 8192 {
 		b = b[:8192]
@@ -137,7 +150,7 @@ func WriteFile() *Tool {
 			if len(a.Content) > MaxWriteBytes {
 				return Facts{}, fmt.Errorf("content is %d bytes; write_file accepts at most %d", len(a.Content), MaxWriteBytes)
 			}
-			return Facts{}, checkPath(env, "write", a.Path, true)
+			return changeFacts(env, "write", a.Path)
 		},
 		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[writeArgs](raw)
@@ -152,7 +165,7 @@ func WriteFile() *Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := env.FS.WriteFile(a.Path, []byte(a.Content), 0o644); err != nil {
+			if err := writeFile(ctx, env, a.Path, []byte(a.Content), 0o644); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("Wrote %d bytes to %s", len(a.Content), a.Path), nil
@@ -204,7 +217,7 @@ func EditFile() *Tool {
 			if a.OldStr == "" {
 				return Facts{}, errors.New("old_str must not be empty; use write_file to create a file")
 			}
-			return Facts{}, checkPath(env, "write", a.Path, true)
+			return changeFacts(env, "write", a.Path)
 		},
 		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[editArgs](raw)
@@ -226,7 +239,7 @@ func EditFile() *Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := env.FS.WriteFile(a.Path, []byte(updated), 0o644); err != nil {
+			if err := writeFile(ctx, env, a.Path, []byte(updated), 0o644); err != nil {
 				return "", err
 			}
 			return diff(a.Path, old, updated), nil
@@ -241,6 +254,11 @@ func EditFile() *Tool {
 func planEdit(env *Env, a editArgs) (old, updated string, err error) {
 	if a.OldStr == "" {
 		return "", "", errors.New("old_str must not be empty; use write_file to create a file")
+	}
+	// Refuse a path the edit may not change before reading it, so the
+	// error says why (not "old_str was not found") whoever calls this.
+	if err := checkPath(env, "write", a.Path, true); err != nil {
+		return "", "", err
 	}
 	data, err := env.FS.ReadFile(a.Path, MaxReadBytes)
 	if err != nil {
@@ -284,8 +302,9 @@ func DeleteFile() *Tool {
 			if env.Config == nil || !env.Config.Workspace.AllowDelete {
 				return Facts{}, ErrDeleteDisabled
 			}
-			return Facts{}, checkPath(env, "delete", a.Path, true)
+			return changeFacts(env, "delete", a.Path)
 		},
+
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[deleteArgs](raw)
 			if err != nil {
@@ -294,7 +313,7 @@ func DeleteFile() *Tool {
 			if env.Config == nil || !env.Config.Workspace.AllowDelete {
 				return "", ErrDeleteDisabled
 			}
-			if err := env.FS.Remove(a.Path); err != nil {
+			if err := removeFile(ctx, env, a.Path); err != nil {
 				return "", err
 			}
 			return "Deleted " + a.Path, nil

@@ -13,7 +13,7 @@ import (
 )
 
 type patchArgs struct {
-	Patch string `json:"patch" jsonschema:"a unified diff (git diff format or plain --- a/file +++ b/file with @@ hunks); may change several files"`
+	Patch string `json:"patch" jsonschema:"a unified diff (git diff format or plain --- a/file +++ b/file with @@ hunks; names lose their first component, a/ and b/, as with git apply); may change several files"`
 }
 
 // change is one file's planned new state.
@@ -47,27 +47,33 @@ func ApplyPatch() *Tool {
 			if err != nil {
 				return Facts{}, err
 			}
-			for _, f := range files {
-				if f.IsDelete && (env.Config == nil || !env.Config.Workspace.AllowDelete) {
-					return Facts{}, fmt.Errorf("the patch deletes %s: %w", f.OldName, ErrDeleteDisabled)
-				}
-				for _, name := range []string{f.OldName, f.NewName} {
-					if name == "" {
-						continue
-					}
-					if err := checkPath(env, "write", name, true); err != nil {
-						return Facts{}, err
-					}
-				}
+			if err := checkPatchPaths(env, files); err != nil {
+				return Facts{}, err
 			}
-			return Facts{}, nil
+			locs, err := patchLocations(env, files)
+			if err != nil {
+				return Facts{}, err
+			}
+			return Facts{Locations: locs}, nil
 		},
 		Preview: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[patchArgs](raw)
 			if err != nil {
 				return "", err
 			}
-			return a.Patch, nil
+			// The files the patch changes, by the names it will write
+			// (which a plain diff's +++ b/x does not spell), then the patch.
+			changes, err := planPatch(env, a.Patch)
+			if err != nil {
+				return "", err
+			}
+			var b strings.Builder
+			b.WriteString("Files:")
+			for _, c := range changes {
+				b.WriteString("\n  " + c.summary)
+			}
+			b.WriteString("\n\n" + a.Patch)
+			return b.String(), nil
 		},
 		Run: func(ctx context.Context, env *Env, raw json.RawMessage) (string, error) {
 			a, err := decodeArgs[patchArgs](raw)
@@ -78,7 +84,7 @@ func ApplyPatch() *Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := commitChanges(env, changes); err != nil {
+			if err := commitChanges(ctx, env, changes); err != nil {
 				return "", err
 			}
 			var b strings.Builder
@@ -110,6 +116,9 @@ func parsePatch(patch string) ([]*gitdiff.File, error) {
 	if len(files) == 0 {
 		return nil, errors.New("the patch changes no file; it must be a unified diff with ---/+++ headers and @@ hunks")
 	}
+	if err := fixPlainNames(patch, files); err != nil {
+		return nil, err
+	}
 	for _, f := range files {
 		if f.IsBinary {
 			return nil, fmt.Errorf("the patch changes binary file %s; apply_patch applies text patches only", f.NewName)
@@ -121,10 +130,34 @@ func parsePatch(patch string) ([]*gitdiff.File, error) {
 	return files, nil
 }
 
+// checkPatchPaths applies the name-level guards to every file the patch
+// names, and delete protection to the files it deletes.
+func checkPatchPaths(env *Env, files []*gitdiff.File) error {
+	for _, f := range files {
+		if f.IsDelete && (env.Config == nil || !env.Config.Workspace.AllowDelete) {
+			return fmt.Errorf("the patch deletes %s: %w", f.OldName, ErrDeleteDisabled)
+		}
+		for _, name := range []string{f.OldName, f.NewName} {
+			if name == "" {
+				continue
+			}
+			if err := checkPath(env, "write", name, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // planPatch applies every file's hunks in memory and returns the result.
+// It applies the guards of every path again, so nothing is read or
+// planned for a path the patch may not change, whoever calls it.
 func planPatch(env *Env, patch string) ([]change, error) {
 	files, err := parsePatch(patch)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPatchPaths(env, files); err != nil {
 		return nil, err
 	}
 	// state holds each path's content as the patch so far leaves it, so a
@@ -217,15 +250,51 @@ func countLines(f *gitdiff.File) (adds, dels int) {
 	return adds, dels
 }
 
-// commitChanges writes the planned changes; if one fails, the ones already
-// made are undone, so the workspace is left as it was.
-func commitChanges(env *Env, changes []change) error {
+// patchLocations resolves every path the patch changes: the files it
+// writes and the files it removes (a rename does both).
+func patchLocations(env *Env, files []*gitdiff.File) ([]Location, error) {
+	var locs []Location
+	add := func(op, name string) error {
+		for _, l := range locs {
+			if l.Path == name {
+				return nil
+			}
+		}
+		loc, err := locate(env, op, name)
+		if err == nil {
+			locs = append(locs, loc)
+		}
+		return err
+	}
+	for _, f := range files {
+		var err error
+		switch {
+		case f.IsDelete:
+			err = add("delete", f.OldName)
+		case f.IsRename:
+			if err = add("write", f.NewName); err == nil {
+				err = add("delete", f.OldName)
+			}
+		default:
+			err = add("write", f.NewName)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return locs, nil
+}
+
+// commitChanges writes the planned changes (each at its pinned location,
+// when the call has pins); if one fails, the ones already made are undone,
+// so the workspace is left as it was.
+func commitChanges(ctx context.Context, env *Env, changes []change) error {
 	for i, c := range changes {
 		var err error
 		if c.remove {
-			err = env.FS.Remove(c.path)
+			err = removeFile(ctx, env, c.path)
 		} else {
-			err = env.FS.WriteFile(c.path, []byte(c.new), c.perm)
+			err = writeFile(ctx, env, c.path, []byte(c.new), c.perm)
 		}
 		if err == nil {
 			continue
@@ -235,9 +304,9 @@ func commitChanges(env *Env, changes []change) error {
 			u := changes[j]
 			var e error
 			if u.existed {
-				e = env.FS.WriteFile(u.path, []byte(u.old), 0o644)
+				e = writeFile(ctx, env, u.path, []byte(u.old), 0o644)
 			} else if !u.remove {
-				e = env.FS.Remove(u.path)
+				e = removeFile(ctx, env, u.path)
 			}
 			if e != nil && undoErr == nil {
 				undoErr = e

@@ -141,6 +141,11 @@ func FuzzApplyPatch(f *testing.F) {
 	f.Add("--- a.txt\n+++ a.txt\n@@ -1 +1 @@\n-one\n+1\n")
 	f.Add("diff --git a/x b/../y\nrename from x\nrename to ../y\n")
 	f.Add("--- /dev/null\n+++ b/.env\n@@ -0,0 +1 @@\n+x\n")
+	f.Add("--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+x\n")
+	f.Add("--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+x\n")
+	f.Add("--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n--- one\n+++ two\n three\n")
+	f.Add("--- old/a.txt\t2024-05-01 10:00:00 +0200\n+++ new/a.txt\t2024-05-01 10:00:00 +0200\n@@ -1 +1 @@\n-one\n+1\n")
+	f.Add("--- \"a/a.txt\"\n+++ \"b/a.txt\"\n@@ -1 +1 @@\n-one\n+1\n")
 	f.Fuzz(func(t *testing.T, patch string) {
 		parent := t.TempDir()
 		outside := filepath.Join(parent, "outside.txt")

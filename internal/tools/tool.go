@@ -72,6 +72,10 @@ type Facts struct {
 	CommandClass string
 	// Risk is a human summary of the call for approvals (a command's parse).
 	Risk string
+	// Locations are the places the call changes, resolved when it is
+	// judged: for a person deciding (where one differs from its name), for
+	// the approval's binding, and to pin the change to (WithPins).
+	Locations []Location
 }
 
 // Registry holds the tools available to an engine, by name.

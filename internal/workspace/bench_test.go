@@ -103,3 +103,19 @@ func BenchmarkWalkRead(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCheckWrite applies the guards of a change to typical names: a
+// source file, one under a directory named config (which gitGuard looks
+// at), and one deep in a tree; and the write itself, for scale.
+func BenchmarkCheckWrite(b *testing.B) {
+	fx := makefs(b, []string{"src/pkg/file.go", "src/config/app.ts", "a/b/c/d/e/f/g.txt"}, nil)
+	for _, p := range []string{"src/pkg/file.go", "src/config/app.ts", "a/b/c/d/e/f/g.txt"} {
+		b.Run(strings.ReplaceAll(p, "/", "_"), func(b *testing.B) {
+			for b.Loop() {
+				if err := fx.w.Check("write", p, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

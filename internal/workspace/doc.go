@@ -48,6 +48,76 @@
 // when anything below it, under its old path or its new one, is masked or
 // protected (checked by a walk just before the rename).
 //
+// # Pinned changes
+//
+// A name is not a place: docs/notes.yml lands in .github/workflows when
+// docs is a link to it, and docs can become one after a person approved
+// the write. Locate says where a change to a name would land (links in
+// parent directories followed, as the change will); a caller shows that
+// place to the person and binds it into the approval, then makes the change
+// with WriteFileAt or RemoveAt, which refuse with ErrMoved unless the name
+// still leads there — checked before a missing directory is made, and
+// again on the real path of the parent directory the change is made in,
+// through the same descriptor. A directory renamed elsewhere after that
+// last check still receives the change (the race described below).
+//
+// # Git's control files
+//
+// Git runs programs named in files it keeps next to the work tree, even for
+// commands that only read (git status runs core.fsmonitor, git diff runs
+// diff.external, git commit runs hooks), and the user runs git on the host,
+// outside any jail. So every file through which git reads configuration or
+// runs a program is protected, in the top repository and in repositories
+// nested at any depth; GitControl is the list, with the reason for each row,
+// shared with the sandbox:
+//
+//   - .git/config, config.worktree and commondir (which names the directory
+//     git takes config and hooks from), hooks/, info/ (attributes choose
+//     diff, merge and filter drivers; exclude; sparse-checkout),
+//     worktrees/ (linked worktrees' git directories), remotes/ and
+//     branches/ (legacy remote definitions);
+//   - the same in every submodule's git directory, .git/modules/**/;
+//   - .gitmodules, anywhere: it steers what git submodule update fetches
+//     and where it checks it out (git before 2.24.1 also ran
+//     "update = !command" from it; 2.39 refuses that), and git's own
+//     submodule commands are the way to change it;
+//   - .git itself, anywhere: as a file (a gitlink, "gitdir: PATH") it names
+//     the git directory, so a new or changed one points git at a
+//     configuration of the writer's choosing; as a directory it cannot be
+//     renamed, removed or replaced, and nothing below it can be written —
+//     the tools never need to (git's own commands write objects, refs and
+//     the index), which also covers files that steer git without being
+//     configuration (objects/info/alternates, rebase-merge/git-rebase-todo,
+//     whose "exec" lines git rebase --continue runs).
+//
+// Names are compared after the case folding below, so .GIT/Config and
+// .git/HOOKS are refused as well; cleaning removes other spellings
+// (.git/./config, sub/../.git/config, .git//config); a symbolic link into a
+// git directory is judged where it leads (togit/config, where togit ->
+// .git, is .git/config); and a write replaces the directory entry, so a
+// hard link elsewhere to .git/config is never changed through its other
+// name.
+//
+// A git directory need not be called .git: a bare repository in the
+// workspace (repo.git), the directory a gitlink or a .git symbolic link
+// points to (.repo/projects/x.git), a separate git directory. So a change
+// is also refused when it touches config, config.worktree, commondir,
+// hooks, info, worktrees, remotes or branches directly inside a directory
+// that holds HEAD and refs/ or commondir — what git itself looks for before
+// it takes a directory as a repository. This looks at the file system, on
+// the name as given and again on the real path.
+//
+// Not covered, because git does not take them from a place the tools can
+// write unnoticed: the user's global and system configuration (outside the
+// workspace); tracked files that ask git to run something already
+// configured (.gitattributes selects drivers defined in a config file; a
+// hooks directory that core.hooksPath names inside the work tree, such as
+// .husky/, is versioned and shows in git diff, like a Makefile); files a
+// repository's config includes from the work tree with include.path; and a
+// directory the writer makes into a repository itself (HEAD, refs/ and a
+// config written in that order), which runs nothing until the user runs git
+// inside it or points a gitlink or commondir at it, both protected.
+//
 // # Hard links
 //
 // A hard link is another name for the same file, possibly made outside the
@@ -71,10 +141,15 @@
 // inside the workspace is otherwise just files. Masks match names, not
 // contents: a copy of a secret under an unmasked name is readable.
 //
-// Masks are case-insensitive everywhere; on a case-insensitive file system
-// (or a case-folding directory) the kernel may also open FOO for foo, and
-// since both spellings are checked against the lowercased patterns the
-// mask still holds. Unicode normalisation (NFC vs NFD) is not folded.
+// Masks and protected paths are case-insensitive everywhere; on a
+// case-insensitive file system (or a case-folding directory) the kernel may
+// also open FOO for foo, and since both spellings are checked against the
+// lowercased patterns the guard still holds. A case-folding directory also
+// equates a few non-ASCII letters with ASCII ones (".ſsh" and ".ßh" are
+// .ssh there; "hoo\u212as" with a Kelvin sign is hooks): names are folded
+// the same way before matching. Unicode normalisation (NFC vs NFD) is not
+// folded, and neither are Windows spellings (git~1, trailing dots), which
+// Linux file systems keep distinct.
 //
 // Checks against concurrent changes are linearisable, not time-travelling:
 // a file that is renamed onto a masked name after it was opened was read

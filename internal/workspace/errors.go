@@ -19,6 +19,10 @@ var (
 	ErrSymlink = errors.New("is a symbolic link")
 	// ErrNotRegular refuses to read a device, pipe or socket as a file.
 	ErrNotRegular = errors.New("is not a regular file")
+	// ErrMoved refuses a change pinned to a location (WriteFileAt,
+	// RemoveAt) when the name now leads somewhere else: a directory on
+	// the way was replaced by a link, or a link changed.
+	ErrMoved = errors.New("leads somewhere else than when the change was approved")
 )
 
 // PathError records a refused or failed operation on a workspace path.

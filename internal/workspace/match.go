@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -18,6 +19,10 @@ type pattern struct {
 	arg  string // the literal, or the component pattern
 	comp compKind
 	lit  string // for compPrefix and compSuffix, arg without its "*"
+	// need are literal pieces of a patGlob pattern that every path it
+	// matches contains, tested before the glob engine runs: most paths
+	// lack ".git/modules", and the test costs far less than the match.
+	need []string
 }
 
 // compKind says how a component pattern is matched: most are literal
@@ -64,7 +69,34 @@ func compile(src string) pattern {
 	case !strings.ContainsAny(p, meta):
 		return pattern{src: src, kind: patLiteral, arg: p}
 	}
-	return pattern{src: src, kind: patGlob}
+	return pattern{src: src, kind: patGlob, need: literals(src)}
+}
+
+// literals returns the pieces of a glob pattern between its "*" and "?"
+// wildcards, without their slashes ("**/" may match nothing, so "a/**/b"
+// matches "a/b": only "a" and "b" are certain). A pattern with classes,
+// alternatives or escapes gets none.
+func literals(src string) []string {
+	if strings.ContainsAny(src, `[{\`) {
+		return nil
+	}
+	var out []string
+	for _, piece := range strings.FieldsFunc(src, func(r rune) bool { return r == '*' || r == '?' }) {
+		if piece = strings.Trim(piece, "/"); piece != "" {
+			out = append(out, piece)
+		}
+	}
+	return out
+}
+
+// hasNeeded reports whether l contains every piece p needs.
+func (p *pattern) hasNeeded(l string) bool {
+	for _, n := range p.need {
+		if !strings.Contains(l, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // match reports whether p matches l (lowercased, cleaned, relative) or one
@@ -86,6 +118,9 @@ func (p *pattern) match(l string) bool {
 			}
 			rest = next
 		}
+	}
+	if !p.hasNeeded(l) {
+		return false // no parent of l has them either
 	}
 	for d := l; ; {
 		if ok, _ := doublestar.Match(p.src, d); ok {
@@ -123,6 +158,9 @@ func (p *pattern) matchEntry(l string) bool {
 	case patComponent:
 		return p.matchComponent(l[strings.LastIndexByte(l, '/')+1:])
 	}
+	if !p.hasNeeded(l) {
+		return false
+	}
 	ok, _ := doublestar.Match(p.src, l)
 	return ok
 }
@@ -130,7 +168,7 @@ func (p *pattern) matchEntry(l string) bool {
 // matchEntry reports the first pattern matching rel, an entry of a
 // directory that no pattern matches.
 func matchEntry(patterns []pattern, rel string) (string, bool) {
-	l := strings.ToLower(rel)
+	l := fold(rel)
 	for i := range patterns {
 		if patterns[i].matchEntry(l) {
 			return patterns[i].src, true
@@ -145,7 +183,7 @@ func match(patterns []pattern, rel string) (string, bool) {
 	if rel == "." || rel == "" {
 		return "", false
 	}
-	l := strings.ToLower(rel)
+	l := fold(rel)
 	for i := range patterns {
 		if patterns[i].match(l) {
 			return patterns[i].src, true
@@ -153,3 +191,26 @@ func match(patterns []pattern, rel string) (string, bool) {
 	}
 	return "", false
 }
+
+// fold lowercases a name for matching. A case-folding directory (ext4 or
+// tmpfs with casefold) compares names by their Unicode case folding, under
+// which a few non-ASCII letters equal ASCII ones: ".ſsh" and ".ßh" name
+// .ssh there, "hoo\u212as" (a Kelvin sign) names hooks. Lowercasing maps the
+// Kelvin sign; the rest are the full foldings of CaseFolding.txt whose
+// result is ASCII, applied here so a mask or protected pattern written in
+// ASCII covers every spelling such a directory would open.
+func fold(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return asciiFolds.Replace(strings.ToLower(s))
+		}
+	}
+	return strings.ToLower(s)
+}
+
+var asciiFolds = strings.NewReplacer(
+	"\u017f", "s", // ſ LATIN SMALL LETTER LONG S
+	"\u00df", "ss", // ß (ẞ lowercases to it)
+	"\ufb00", "ff", "\ufb01", "fi", "\ufb02", "fl", "\ufb03", "ffi", "\ufb04", "ffl",
+	"\ufb05", "st", "\ufb06", "st",
+)

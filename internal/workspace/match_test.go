@@ -10,7 +10,7 @@ import (
 
 // naiveMatch is the rule the compiled patterns implement, spelled out.
 func naiveMatch(pat, rel string) bool {
-	l := strings.ToLower(rel)
+	l := fold(rel)
 	for d := l; d != "." && d != "/" && d != ""; d = path.Dir(d) {
 		if ok, _ := doublestar.Match(pat, d); ok {
 			return true
@@ -22,13 +22,15 @@ func naiveMatch(pat, rel string) bool {
 var matchPatterns = append(append([]string{
 	"**", "secrets/*.txt", "build/**", "a/b", "**/node_modules", "**/*.{crt,p12}", "**/x/**/y",
 	"docs/**/*.md", "**/[ab].key", "lit", "**/a/b", "*", "*/c", "**/pre*", "**/*", "**/*.", "**/.*",
-}, DefaultMask...), DefaultProtected...)
+}, DefaultMask...), append(DefaultProtected, fileToolsProtected...)...)
 
 // FuzzMatch checks the compiled patterns against the plain rule.
 func FuzzMatch(f *testing.F) {
 	for _, s := range []string{".env", "a/.env.local", "x/.ssh", "x/.ssh/id", "k.pem", "a/b/c", "secrets/a.txt",
 		"build", "build/x", "node_modules/a", ".git/hooks", ".git/hooks/x", ".git/config/x", "docs/a/b.md",
-		"a.crt", "q/b.key", "x/q/y", "litx", "lit/x", "a.pem/b", "warden.toml", ".envrc", "c/d"} {
+		"a.crt", "q/b.key", "x/q/y", "litx", "lit/x", "a.pem/b", "warden.toml", ".envrc", "c/d",
+		".git/modules/a/b/config", ".git/modules/hooks", "x/.git/modules/y/hooks/z", ".gitmodules", "a/.git",
+		".git/modules", ".GIT/Modules/A/Config", ".\u017fsh/x", ".git/worktrees/w/commondir"} {
 		f.Add(s)
 	}
 	compiled := make([]pattern, len(matchPatterns))
@@ -43,7 +45,7 @@ func FuzzMatch(f *testing.F) {
 		if strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "..") || rel == "." {
 			return
 		}
-		l := strings.ToLower(rel)
+		l := fold(rel)
 		for i, p := range matchPatterns {
 			want := naiveMatch(p, rel)
 			if got := compiled[i].match(l); got != want {

@@ -278,6 +278,12 @@ func (w *Root) DirPath(name string) (string, error) {
 // in a parent directory is followed when it stays inside the workspace,
 // and the guards apply to where it leads.
 func (w *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return w.writeFile(name, "", data, perm)
+}
+
+// writeFile is WriteFile; a pin other than "" is the real location the
+// write must land at (WriteFileAt).
+func (w *Root) writeFile(name, pin string, data []byte, perm fs.FileMode) error {
 	rel, err := w.check("write", name, true)
 	if err != nil {
 		return err
@@ -285,12 +291,22 @@ func (w *Root) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if rel == "." || strings.HasSuffix(name, "/") {
 		return &PathError{Op: "write", Path: name, Err: syscall.EISDIR}
 	}
+	if pin != "" {
+		// Before any missing directory is made, at the place it now
+		// leads to.
+		if err := w.checkPin("write", name, pin); err != nil {
+			return err
+		}
+	}
 	d, real, err := w.parent("write", name, rel, true, 0o755)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	if err := w.guard("write", name, real, true); err != nil {
+	if err := w.guardChange("write", name, real); err != nil {
+		return err
+	}
+	if err := pinned("write", name, pin, real); err != nil {
 		return err
 	}
 	base := path.Base(rel)
@@ -331,7 +347,11 @@ func (w *Root) symlinkErr(op, name, real string) error {
 }
 
 // Remove implements FS. A symbolic link is removed itself, never its target.
-func (w *Root) Remove(name string) error {
+func (w *Root) Remove(name string) error { return w.remove(name, "") }
+
+// remove is Remove; a pin other than "" is the real location of what must
+// be removed (RemoveAt).
+func (w *Root) remove(name, pin string) error {
 	rel, err := w.check("delete", name, true)
 	if err != nil {
 		return err
@@ -344,7 +364,10 @@ func (w *Root) Remove(name string) error {
 		return err
 	}
 	defer d.close()
-	if err := w.guard("delete", name, real, true); err != nil {
+	if err := w.guardChange("delete", name, real); err != nil {
+		return err
+	}
+	if err := pinned("delete", name, pin, real); err != nil {
 		return err
 	}
 	base := path.Base(rel)
@@ -374,7 +397,7 @@ func (w *Root) MkdirAll(name string, perm fs.FileMode) error {
 		return err
 	}
 	defer d.close()
-	if err := w.guard("mkdir", name, real, true); err != nil {
+	if err := w.guardChange("mkdir", name, real); err != nil {
 		return err
 	}
 	if err := unix.Mkdirat(d.fd, path.Base(rel), uint32(perm.Perm())); err != nil && err != unix.EEXIST {
@@ -419,10 +442,10 @@ func (w *Root) Rename(oldname, newname string) error {
 		return err
 	}
 	defer nd.close()
-	if err := w.guard(op, oldname, oreal, true); err != nil {
+	if err := w.guardChange(op, oldname, oreal); err != nil {
 		return err
 	}
-	if err := w.guard(op, newname, nreal, true); err != nil {
+	if err := w.guardChange(op, newname, nreal); err != nil {
 		return err
 	}
 	obase, nbase := path.Base(orel), path.Base(nrel)
@@ -451,7 +474,7 @@ func (w *Root) guardTree(dirfd int, base, oldname, oreal, newname, nreal string)
 	defer unix.Close(fd)
 	return w.walkRaw(fd, "", func(sub string) error {
 		for _, c := range [2]struct{ name, real string }{{oldname, oreal}, {newname, nreal}} {
-			err := w.guard("rename", c.name, path.Join(c.real, sub), true)
+			err := w.guardChange("rename", c.name, path.Join(c.real, sub))
 			var pe *PathError
 			if errors.As(err, &pe) {
 				pe.Err = fmt.Errorf("holds '%s', which %w", path.Join(c.name, sub), pe.Err)

@@ -208,7 +208,7 @@ func (w *Root) dirAll(op, name, rel string, create bool, perm fs.FileMode) (*nod
 				cur.close()
 				return nil, err
 			}
-			if err := w.guard(op, name, next, true); err != nil {
+			if err := w.guardChange(op, name, next); err != nil {
 				cur.close()
 				return nil, err
 			}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -19,12 +20,15 @@ var (
 		"**/.ssh", "**/.ssh/**", "**/.aws", "**/.aws/**", "**/.gnupg", "**/.gnupg/**",
 		"warden.toml", "warden.yaml",
 	}
-	// Git runs code named in a repository's config (core.fsmonitor,
-	// diff.external, filters) and hooks, even for "safe" commands such as
-	// git status; a repository nested in the workspace is as dangerous as
-	// the top one, so every .git/config and .git/hooks is protected.
-	DefaultProtected = []string{"**/.git/hooks", "**/.git/hooks/**", "**/.git/config"}
+	// DefaultProtected is git's control surface as far as a jail protects
+	// it too: the GitConfig rows of GitControl. Root protects the other
+	// rows (.git itself, .gitmodules) as well; see GitControl.
+	DefaultProtected = gitPatterns(GitConfig)
 )
+
+// fileToolsProtected are the rows of GitControl that Root protects beyond
+// DefaultProtected.
+var fileToolsProtected = gitPatterns(GitTracked, GitRepoDir)
 
 // Options adds to the built-in masks and protected paths. A nil *Options
 // means the defaults alone.
@@ -75,7 +79,7 @@ func Open(dir string, opts *Options) (*Root, error) {
 	for _, p := range append(DefaultMask, lower(optsMask(opts))...) {
 		w.mask = append(w.mask, compile(p))
 	}
-	for _, p := range append(DefaultProtected, lower(optsProtected(opts))...) {
+	for _, p := range slices.Concat(DefaultProtected, fileToolsProtected, lower(optsProtected(opts))) {
 		w.protected = append(w.protected, compile(p))
 	}
 	for _, p := range append(append([]pattern(nil), w.mask...), w.protected...) {
@@ -104,7 +108,7 @@ func optsProtected(o *Options) []string {
 func lower(ss []string) []string {
 	out := make([]string, 0, len(ss))
 	for _, s := range ss {
-		s = strings.TrimSuffix(path.Clean(strings.ToLower(s)), "/")
+		s = strings.TrimSuffix(path.Clean(fold(s)), "/")
 		out = append(out, strings.TrimPrefix(s, "./"))
 	}
 	return out
@@ -149,25 +153,32 @@ func (w *Root) MaskRule(rel string) (string, bool) { return match(w.mask, rel) }
 // ProtectRule returns the protected pattern matching rel, if any.
 func (w *Root) ProtectRule(rel string) (string, bool) { return match(w.protected, rel) }
 
-// check cleans name and applies the masks (and, for changes, the protected
-// paths) to the name as given. The real location of what is then opened is
-// checked again by open.
-// Check applies the name-level guards to name without touching the file
-// system: syntax, lexical escapes, masks and, when write is set, protected
-// paths. Callers use it to refuse a call before asking anyone about it; the
-// operations themselves apply the same guards again, race-free, on the
-// real location.
+// Check applies the name-level guards to name: syntax, lexical escapes,
+// masks and, when write is set, protected paths, including git's control
+// files inside a directory git would take as a repository (gitGuard, which
+// looks at the directories the name passes through; nothing else touches
+// the file system). A name that reaches a guarded file only through a
+// symbolic link passes Check and is refused when the operation runs.
+// Callers use it to refuse a call before asking anyone
+// about it; the operations themselves apply the same guards again,
+// race-free, on the real location.
 func (w *Root) Check(op, name string, write bool) error {
 	_, err := w.check(op, name, write)
 	return err
 }
 
+// check cleans name and applies the masks (and, for changes, the protected
+// paths and gitGuard) to the name as given. The real location of what is
+// then opened is checked again by open, or for a change by guardChange.
 func (w *Root) check(op, name string, write bool) (string, error) {
 	rel, err := w.Clean(op, name)
 	if err != nil {
 		return "", err
 	}
-	return rel, w.guard(op, name, rel, write)
+	if !write {
+		return rel, w.guard(op, name, rel, false)
+	}
+	return rel, w.guardChange(op, name, rel)
 }
 
 // guard applies the masks, and for changes the protected paths, to rel.
@@ -181,4 +192,14 @@ func (w *Root) guard(op, name, rel string, write bool) error {
 		}
 	}
 	return nil
+}
+
+// guardChange applies every guard of a change to real, the real location of
+// what is about to change: the masks, the protected paths and git's control
+// files in directories git would take as repositories.
+func (w *Root) guardChange(op, name, real string) error {
+	if err := w.guard(op, name, real, true); err != nil {
+		return err
+	}
+	return w.gitGuard(op, name, real)
 }

@@ -202,6 +202,9 @@ func (s *Server) dispatch(ctx context.Context, req *proto.Request) (*proto.Respo
 		if req.Perm == 0 {
 			perm = 0o644
 		}
+		if req.Real != "" {
+			return nil, s.Root.WriteFileAt(req.Path, req.Real, req.Data, perm)
+		}
 		return nil, s.Root.WriteFile(req.Path, req.Data, perm)
 	case proto.OpStat, proto.OpLstat:
 		stat := s.Root.Stat
@@ -237,7 +240,16 @@ func (s *Server) dispatch(ctx context.Context, req *proto.Request) (*proto.Respo
 	case proto.OpWalk:
 		return s.walk(req)
 	case proto.OpRemove:
+		if req.Real != "" {
+			return nil, s.Root.RemoveAt(req.Path, req.Real)
+		}
 		return nil, s.Root.Remove(req.Path)
+	case proto.OpLocate:
+		real, err := s.Root.Locate("write", req.Path)
+		if err != nil {
+			return nil, err
+		}
+		return &proto.Response{Path: real}, nil
 	case proto.OpMkdir:
 		perm := fs.FileMode(req.Perm).Perm()
 		if req.Perm == 0 {

@@ -44,6 +44,7 @@ var kindSentinels = []struct {
 	{KindHardLink, workspace.ErrHardLink},
 	{KindSymlink, workspace.ErrSymlink},
 	{KindNotRegular, workspace.ErrNotRegular},
+	{KindMoved, workspace.ErrMoved},
 	{KindNotDir, syscall.ENOTDIR},
 	{KindIsDir, syscall.EISDIR},
 	{KindNotEmpty, syscall.ENOTEMPTY},

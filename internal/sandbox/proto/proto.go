@@ -34,6 +34,9 @@ const (
 	OpRemove    = "remove"
 	OpMkdir     = "mkdir"
 	OpRename    = "rename"
+	// OpLocate answers where a change to Path would land (Response.Path):
+	// workspace.Root.Locate in the jail.
+	OpLocate = "locate"
 	// Streams (see "Streams" below): spawn starts a long-lived process
 	// whose stdin and stdout cross the protocol in chunks.
 	OpSpawn = "spawn"
@@ -97,6 +100,9 @@ type Request struct {
 	Perm uint32 `json:"perm,omitempty"`
 	// Limit caps read_file (0: MaxFileBytes).
 	Limit int64 `json:"limit,omitempty"`
+	// Real, on write_file and remove, pins the change: the worker makes it
+	// only if Path still leads to this real location (workspace.ErrMoved).
+	Real string `json:"real,omitempty"`
 
 	// exec: exactly one of Argv and Shell.
 	Argv  []string `json:"argv,omitempty"`
@@ -132,6 +138,7 @@ type Response struct {
 	Exec    *command.Result `json:"exec,omitempty"`
 	Hello   *Hello          `json:"hello,omitempty"`
 	// Path is the answer to dirpath: the directory's path in the jail,
+	// and to locate: the real workspace-relative path of a change,
 	// which is also its host path (the workspace is bound at its own path).
 	Path string `json:"path,omitempty"`
 	// Stream is the stream a spawn started, or the stream of an event.
@@ -181,6 +188,7 @@ const (
 	KindHardLink   = "hard_link"
 	KindSymlink    = "symlink"
 	KindNotRegular = "not_regular"
+	KindMoved      = "moved"
 	KindNotExist   = "not_exist"
 	KindExist      = "exist"
 	KindPermission = "permission"
