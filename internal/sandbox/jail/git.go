@@ -14,9 +14,9 @@ import (
 // to write, nor create where it is missing, so that the user's next git
 // status, diff or commit on the host runs nothing the jail chose
 // (core.fsmonitor, diff.external, a hook, a commondir pointing at a
-// directory whose config does). It is the jail's copy of the directory
+// directory whose config does). It is the jail's form of the directory
 // names of the file tools' list, workspace.GitControl (internal/workspace/
-// git.go); keep the two equal.
+// git.go); TestGitControlMatchesFileTools keeps the two equal.
 //
 // Each entry is protected in every git directory of the workspace: .git,
 // a repository nested at any depth (vendor/x/.git), and every git
