@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,7 +26,11 @@ type handlerBrowser struct {
 	cookies map[string]string
 }
 
-const pageOrigin = "http://warden.test"
+// pageOrigin is the address the in-memory requests reach: the Host and
+// Origin checks compare it with the connection's local address.
+const pageOrigin = "http://127.0.0.1:8080"
+
+var pageAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
 
 func (b *handlerBrowser) do(method, path string, form url.Values) (int, string) {
 	b.t.Helper()
@@ -33,6 +39,7 @@ func (b *handlerBrowser) do(method, path string, form url.Values) (int, string) 
 		body = strings.NewReader(form.Encode())
 	}
 	req := httptest.NewRequest(method, pageOrigin+path, body)
+	req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, net.Addr(pageAddr)))
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", pageOrigin)
