@@ -250,6 +250,7 @@ func (j *judge) decl(d *syntax.DeclClause, s *syntax.Stmt) {
 	for _, a := range d.Args {
 		argv = append(argv, j.text(a))
 	}
+	j.run([]arg{{val: variant}})
 	i := j.add(Simple{Argv: argv, Text: j.text(d), Class: class, Why: why, Pos: j.pos(d.Pos())})
 	if c, w := j.redirects(s.Redirs, i, stream{}); c > class && i >= 0 && j.v.Commands[i].Rule == "" {
 		j.v.Commands[i].Class, j.v.Commands[i].Why = c, w

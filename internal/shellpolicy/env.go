@@ -65,6 +65,7 @@ type value struct {
 	exp     bool       // exported: reaches child processes
 	integer bool       // declare -i: every assignment is arithmetic
 	nameref bool       // declare -n: its value names another variable
+	globs   bool       // its values are glob patterns a for loop expanded
 }
 
 func (v *value) clone() *value {
@@ -89,6 +90,7 @@ func (v *value) union(o *value) {
 	v.exp = v.exp || o.exp
 	v.integer = v.integer || o.integer
 	v.nameref = v.nameref || o.nameref
+	v.globs = v.globs || o.globs
 }
 
 // maxValues bounds the known values one variable keeps; beyond it the
@@ -121,7 +123,7 @@ func (v *value) addList(l []string) {
 
 func (v *value) equal(o *value) bool {
 	if v.unset != o.unset || v.unknown != o.unknown || v.num != o.num || v.fed != o.fed || v.exp != o.exp ||
-		v.integer != o.integer || v.nameref != o.nameref || len(v.vals) != len(o.vals) || len(v.lists) != len(o.lists) {
+		v.integer != o.integer || v.nameref != o.nameref || v.globs != o.globs || len(v.vals) != len(o.vals) || len(v.lists) != len(o.lists) {
 		return false
 	}
 	for _, s := range v.vals {

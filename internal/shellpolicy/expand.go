@@ -272,6 +272,10 @@ func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
 			continue
 		}
 		fields, err := expand.Fields(cfg, w)
+		if err == nil && braceFields(w) > 1 {
+			// An unquoted brace alternative that is empty makes no word.
+			fields = slices.DeleteFunc(fields, func(f string) bool { return f == "" })
+		}
 		if err != nil {
 			// Arithmetic on text the judge cannot see, a bad substitution:
 			// the word is unknown.
@@ -280,7 +284,7 @@ func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
 			}
 			continue
 		}
-		g := hasGlob(w)
+		g := hasGlob(w) || j.globVar(w)
 		var proc *stream
 		if f := fields; len(f) == 1 && f[0] == "/dev/fd/63" {
 			s := j.procStream(w)
@@ -291,6 +295,39 @@ func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
 		}
 	}
 	return argv
+}
+
+// globVar reports a word that expands a variable holding a glob: a for
+// loop's glob item (for f in *; do cat "$f") stands for every name it
+// matches, and an unquoted value with glob characters is globbed.
+func (j *judge) globVar(w *syntax.Word) bool {
+	found := false
+	var walk func(parts []syntax.WordPart, quoted bool)
+	walk = func(parts []syntax.WordPart, quoted bool) {
+		for _, p := range parts {
+			switch p := p.(type) {
+			case *syntax.DblQuoted:
+				walk(p.Parts, true)
+			case *syntax.ParamExp:
+				if p.Param == nil {
+					continue
+				}
+				v := j.lookup(p.Param.Value)
+				if v.globs {
+					found = true
+				}
+				if !quoted {
+					for _, s := range v.vals {
+						if strings.ContainsAny(s, "*?[") {
+							found = true
+						}
+					}
+				}
+			}
+		}
+	}
+	walk(w.Parts, false)
+	return found
 }
 
 // wordFed reports a word that holds downloaded or decoded data: a

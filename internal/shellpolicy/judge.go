@@ -39,6 +39,11 @@ func Judge(cmd string, opts *Options) *Verdict {
 		lang:     syntax.LangBash,
 	}
 	j.judgeString(cmd, Position{}, false, syntax.LangBash, stream{})
+	if strings.Contains(cmd, "\r\n") {
+		// The parser reads CR LF as a line end; bash keeps the CR in the
+		// word before it (ls\r, > /dev/null\r is a new file).
+		j.add(Simple{Text: cmd, Class: Dangerous, Why: "the line holds a carriage return, which bash reads as part of a word", Pos: posAt(cmd, strings.Index(cmd, "\r\n"))})
+	}
 	for _, re := range opts.BlockedPatterns {
 		if loc := re.FindStringIndex(cmd); loc != nil {
 			v.block(RuleUserPattern, fmt.Sprintf("command matches blocked pattern %q", re.String()), posAt(cmd, loc[0]))
@@ -114,6 +119,9 @@ type judge struct {
 	wideGlob bool
 	// xtrace: set -x was seen; PS4 is expanded before each command.
 	xtrace bool
+	// standIn labels the runs of a reading that stands in for another
+	// dialect's (see posixPrefix).
+	standIn string
 
 	// substOut is what each command substitution prints.
 	substOut map[syntax.Node]*stream
@@ -198,19 +206,31 @@ func (j *judge) judgeString(src string, base Position, inner bool, lang syntax.L
 // with the syntax error run. The command is dangerous either way.
 func (j *judge) posixPrefix(src string, base Position, err error, in stream) stream {
 	line := 0
-	if pe, ok := err.(syntax.ParseError); ok {
-		line = int(pe.Pos.Line())
+	switch e := err.(type) {
+	case syntax.ParseError:
+		line = int(e.Pos.Line())
+	case syntax.LangError:
+		line = int(e.Pos.Line())
 	}
 	j.add(Simple{Text: src, Class: Dangerous, Why: "dash stops at a syntax error here: " + err.Error(), Pos: base})
-	if line <= 1 {
-		return stream{}
+	var out stream
+	if line > 1 {
+		lines := strings.SplitAfterN(src, "\n", line)
+		prefix := strings.Join(lines[:line-1], "")
+		if _, err := newParser(syntax.LangPOSIX).Parse(strings.NewReader(prefix), ""); err == nil {
+			out = j.judgeString(prefix, base, true, syntax.LangPOSIX, in)
+		}
 	}
-	lines := strings.SplitAfterN(src, "\n", line)
-	prefix := strings.Join(lines[:line-1], "")
-	if _, err := newParser(syntax.LangPOSIX).Parse(strings.NewReader(prefix), ""); err != nil {
-		return stream{}
+	// The parser refuses some text dash reads another way (&> is "&" then
+	// ">"): the bash reading of the whole string stands in for what dash
+	// makes of it.
+	if _, err := newParser(syntax.LangBash).Parse(strings.NewReader(src), ""); err == nil {
+		save := j.standIn
+		j.standIn = "dash"
+		out = out.or(j.judgeString(src, base, true, syntax.LangBash, in))
+		j.standIn = save
 	}
-	return j.judgeString(prefix, base, true, syntax.LangPOSIX, in)
+	return out
 }
 
 // collectDecls records functions and aliases before walking, so a call
@@ -282,7 +302,22 @@ func (j *judge) run(argv []arg) {
 	for k, a := range argv {
 		s[k] = a.val
 	}
-	j.v.runs = append(j.v.runs, judgedRun{argv: s, depth: j.depth, dialect: dialectName(j.lang)})
+	d := dialectName(j.lang)
+	if j.standIn != "" {
+		d = j.standIn
+	}
+	globs := make([]bool, len(argv))
+	for k, a := range argv {
+		globs[k] = a.glob
+	}
+	j.v.runs = append(j.v.runs, judgedRun{argv: s, glob: globs, depth: j.depth, dialect: d})
+}
+
+// runAnything records that code the judge cannot see runs here.
+func (j *judge) runAnything() {
+	if len(j.v.runs) < MaxCommands {
+		j.v.runs = append(j.v.runs, judgedRun{anything: true, depth: j.depth, dialect: dialectName(j.lang)})
+	}
 }
 
 // blockAt blocks the command and marks simple i (if any) with the rule.
@@ -384,6 +419,7 @@ func (j *judge) stmtFg(s *syntax.Stmt, in stream) stream {
 	case *syntax.TestClause:
 		j.testClause(c)
 	case *syntax.LetClause:
+		j.run([]arg{{val: "let"}})
 		j.letClause(c)
 	case *syntax.TimeClause:
 		if c.Stmt != nil {
@@ -465,6 +501,7 @@ func (j *judge) forClause(c *syntax.ForClause, in stream) stream {
 			for _, argv := range j.readings(l.Items) {
 				for _, a := range argv {
 					v.fed = v.fed || a.fed
+					v.globs = v.globs || a.glob
 					v.addVal(a.val)
 				}
 			}

@@ -103,6 +103,7 @@ loop:
 		if s.hasHole() {
 			r.worse(Dangerous, base+" -c runs a string computed at run time: "+shown(s.val))
 			r.sink = true
+			j.runAnything()
 			return
 		}
 		pos := ops[1:]
@@ -135,6 +136,7 @@ loop:
 			r.block(RuleDownloadToInterpreter, p, "%s runs %s, which the line wrote from downloaded or decoded data", base, ops[0].val)
 		default:
 			r.worse(Dangerous, base+" runs script "+ops[0].val)
+			j.runAnything()
 		}
 	default:
 		r.sink = true
@@ -151,6 +153,7 @@ loop:
 			r.worse(Safe, base+" reads commands from known text; they are judged")
 		default:
 			r.worse(Dangerous, base+" runs commands read from its standard input")
+			j.runAnything()
 		}
 	}
 	if r.sink && ctx.in.fed {

@@ -195,9 +195,13 @@ type Verdict struct {
 
 // judgedRun is one argv the judge resolved (holes are unknown text).
 type judgedRun struct {
-	argv    []string
-	depth   int
-	dialect string
+	argv []string
+	glob []bool // the word has unquoted glob characters
+	// anything: code the judge cannot see runs here (eval of an unknown
+	// string, a script): any command may follow.
+	anything bool
+	depth    int
+	dialect  string
 }
 
 // Err returns a *PolicyError when the command is blocked, else nil.

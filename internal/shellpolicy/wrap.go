@@ -256,6 +256,7 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 
 // wrapInner judges the command a wrapper runs and merges the judgement.
 func (j *judge) wrapInner(base string, inner []arg, ctx *callCtx, r *res, floor Class, floorWhy string) {
+	j.run(inner)
 	r2 := j.judgeArgv(inner, ctx)
 	prevClass, prevWhy := r.class, r.why
 	*r = r2
@@ -280,6 +281,7 @@ func (j *judge) evalWrapper(argv []arg, ctx *callCtx, r *res) bool {
 		if strings.Contains(a.val, hole) {
 			r.worse(Dangerous, "eval of a string computed at run time: "+shown(a.val))
 			r.sink = true
+			j.runAnything()
 		}
 		parts = append(parts, a.val)
 	}
@@ -317,8 +319,10 @@ func (j *judge) sourceWrapper(base string, argv []arg, ctx *callCtx, r *res) {
 		}
 	case f.hasHole():
 		r.worse(Dangerous, base+" runs a file named at run time")
+		j.runAnything()
 	default:
 		r.worse(Dangerous, base+" runs script "+f.val)
+		j.runAnything()
 	}
 }
 
@@ -355,7 +359,13 @@ func (j *judge) callbackWrapper(base string, argv []arg, r *res) {
 			case cb.hasHole():
 				r.worse(Dangerous, base+" "+a.val+" runs code computed at run time")
 			default:
-				j.nestedString(cb.val, cb.pos, stream{})
+				// bash appends the index and the line (mapfile), or the
+				// command, word and previous word (compgen -C).
+				extra := " " + hole + " " + hole
+				if base == "compgen" {
+					extra += " " + hole
+				}
+				j.nestedString(cb.val+extra, cb.pos, stream{})
 				r.worse(Dangerous, base+" "+a.val+" runs code: "+cb.val)
 			}
 		}
