@@ -161,8 +161,8 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stream) stream {
 	}
 	i := j.add(Simple{Argv: strs, Text: text, Class: best.class, Why: best.why, Pos: j.pos(c.Pos())})
 	out := j.outputOf(best, in)
-	for _, a := range bestArgv[1:] {
-		if a.fed && !best.quiet && out.text == nil {
+	for k, a := range bestArgv {
+		if k > 0 && a.fed && !best.quiet && out.text == nil {
 			out.fed = true // it reads a download named in its arguments (cat <(curl …))
 		}
 	}

@@ -95,9 +95,17 @@ func (v *value) union(o *value) {
 
 // maxValues bounds the known values one variable keeps; beyond it the
 // variable may hold anything.
-const maxValues = 32
+const maxValues = 16
+
+// maxValueLen bounds a known value; a longer one is unknown text (values
+// built by doubling would grow without bound).
+const maxValueLen = 4096
 
 func (v *value) addVal(s string) {
+	if len(s) > maxValueLen {
+		v.unknown = true
+		return
+	}
 	if slices.Contains(v.vals, s) {
 		return
 	}
@@ -109,6 +117,14 @@ func (v *value) addVal(s string) {
 }
 
 func (v *value) addList(l []string) {
+	n := 0
+	for _, s := range l {
+		n += len(s)
+	}
+	if n > maxValueLen || len(l) > maxValueLen {
+		v.unknown = true
+		return
+	}
 	for _, x := range v.lists {
 		if slices.Equal(x, l) {
 			return

@@ -144,6 +144,7 @@ func wordNames(n syntax.Node, names map[string]bool) {
 // maxVariants), each with unknown text empty and with unknown text a hole.
 // Identical argvs are judged once.
 func (j *judge) readings(words []*syntax.Word) [][]arg {
+	j.work++
 	if allPlain(words) {
 		argv := make([]arg, len(words))
 		for k, w := range words {
@@ -164,7 +165,9 @@ func (j *judge) readings(words []*syntax.Word) [][]arg {
 	sort.Strings(list)
 	var out [][]arg
 	seen := map[string]bool{}
-	for _, pick := range j.picks(list) {
+	picks := j.picks(list)
+	j.work += 2 * len(picks)
+	for _, pick := range picks {
 		for _, anything := range []bool{false, true} {
 			argv := j.expandWords(words, &readEnv{j: j, pick: pick, anything: anything})
 			key := argvKey(argv)
@@ -363,6 +366,9 @@ func (j *judge) wordFed(w *syntax.Word) bool {
 // redirection, the string of sh -c…) under every reading. It returns each
 // distinct value; a value with a hole is text the judge cannot see.
 func (j *judge) word(w *syntax.Word) []arg {
+	if w == nil {
+		return []arg{{}}
+	}
 	var out []arg
 	seen := map[string]bool{}
 	for _, argv := range j.readings([]*syntax.Word{w}) {

@@ -119,6 +119,8 @@ type judge struct {
 	wideGlob bool
 	// xtrace: set -x was seen; PS4 is expanded before each command.
 	xtrace bool
+	// work counts the statements judged.
+	work int
 	// standIn labels the runs of a reading that stands in for another
 	// dialect's (see posixPrefix).
 	standIn string
@@ -349,6 +351,13 @@ func (j *judge) stmt(s *syntax.Stmt, in stream) stream {
 	if j.v.Blocked && len(j.v.Commands) >= MaxCommands {
 		return stream{}
 	}
+	// Loops are judged more than once and functions at every call: the
+	// work (statements and expansions) is bounded, beyond it the line is
+	// refused.
+	if j.work++; j.work > maxWork {
+		j.v.block(RuleTooComplex, fmt.Sprintf("judging the line takes more than %d statements (nested loops, calls)", maxWork), j.pos(s.Pos()))
+		return stream{}
+	}
 	if s.Background || s.Coprocess {
 		saved := j.sc.clone()
 		j.stmtFg(s, stream{})
@@ -361,12 +370,14 @@ func (j *judge) stmt(s *syntax.Stmt, in stream) stream {
 func (j *judge) stmtFg(s *syntax.Stmt, in stream) stream {
 	// Substitutions in redirections run first; a downloader there feeds
 	// the command's standard input (cmd < <(curl …), cmd <<< "$(curl …)").
-	for _, r := range s.Redirs {
-		j.substs(r.Word)
-		if r.Hdoc != nil {
-			j.substs(r.Hdoc)
+	j.wordsCtx(s, func() {
+		for _, r := range s.Redirs {
+			j.substs(r.Word)
+			if r.Hdoc != nil {
+				j.substs(r.Hdoc)
+			}
 		}
-	}
+	})
 	in = j.stdinOf(s.Redirs, in)
 	var out stream
 	switch c := s.Cmd.(type) {
@@ -442,6 +453,20 @@ func (j *judge) stmtFg(s *syntax.Stmt, in stream) stream {
 	return out
 }
 
+// wordsCtx judges words that are not a simple command's (redirections,
+// case words, for items): what their evaluation contexts find is recorded
+// against the construct n.
+func (j *judge) wordsCtx(n syntax.Node, f func()) {
+	save := j.ctx
+	j.ctx = ctxNote{}
+	f()
+	note := j.ctx
+	j.ctx = save
+	if note.class > Safe {
+		j.add(Simple{Text: j.text(n), Class: note.class, Why: note.why, Pos: j.pos(n.Pos())})
+	}
+}
+
 // ifClause judges each branch from the state before it and merges them.
 func (j *judge) ifClause(c *syntax.IfClause, in stream) stream {
 	j.stmts(c.Cond, in)
@@ -463,15 +488,17 @@ func (j *judge) ifClause(c *syntax.IfClause, in stream) stream {
 }
 
 func (j *judge) caseClause(c *syntax.CaseClause, in stream) stream {
-	j.substs(c.Word)
+	j.wordsCtx(c, func() { j.substs(c.Word) })
 	before := j.sc.clone()
 	var out stream
 	var states []*scope
 	for _, item := range c.Items {
 		j.sc = before.clone()
-		for _, p := range item.Patterns {
-			j.substs(p)
-		}
+		j.wordsCtx(c, func() {
+			for _, p := range item.Patterns {
+				j.substs(p)
+			}
+		})
 		out = out.or(j.stmts(item.Stmts, in))
 		states = append(states, j.sc)
 	}
@@ -485,9 +512,11 @@ func (j *judge) caseClause(c *syntax.CaseClause, in stream) stream {
 func (j *judge) forClause(c *syntax.ForClause, in stream) stream {
 	switch l := c.Loop.(type) {
 	case *syntax.WordIter:
-		for _, w := range l.Items {
-			j.substs(w)
-		}
+		j.wordsCtx(c, func() {
+			for _, w := range l.Items {
+				j.substs(w)
+			}
+		})
 		v := &value{}
 		if !l.InPos.IsValid() {
 			at := j.lookup("@")
@@ -528,9 +557,12 @@ func (j *judge) forClause(c *syntax.ForClause, in stream) stream {
 	return stream{}
 }
 
+// maxWork bounds the statements and word expansions one Judge call does.
+const maxWork = 100_000
+
 // maxLoopPasses bounds the passes over a loop body before the variables
 // it changes are taken as unknown.
-const maxLoopPasses = 3
+const maxLoopPasses = 2
 
 // loop judges a loop body until the variables it assigns stop changing:
 // the body may run any number of times, each time with what the last left.

@@ -94,8 +94,9 @@ func oracleDriver(linesPath, outPath, bin string) error {
 	base := filepath.Dir(outPath)
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
+	shells := strings.Fields(os.Getenv("WARDEN_ORACLE_SHELLS"))
 	for i, line := range lines {
-		for _, sh := range oracleShells {
+		for _, sh := range shells {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
@@ -264,43 +265,66 @@ func oracleLines(t testing.TB) []string {
 	return lines
 }
 
-// runOracle runs lines in the jail and returns what each shell did.
-func runOracle(t testing.TB, lines []string) []oracleRun {
+// oracleEnv is a directory with the shims and a copy of the test binary
+// that nobody can run inside bubblewrap.
+type oracleEnv struct {
+	dir, bin, exe, bwrap string
+	n                    int
+	mu                   sync.Mutex
+}
+
+func newOracleEnv(t testing.TB, dir string) *oracleEnv {
 	t.Helper()
 	paths := testenv.Need(t, "bash", "dash", "zsh", "bwrap")
-	bwrap := paths[3]
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	writeShims(t, bin)
-	b, _ := json.Marshal(lines)
-	linesPath := filepath.Join(dir, "lines.json")
-	if err := os.WriteFile(linesPath, b, 0o644); err != nil {
+	e := &oracleEnv{dir: dir, bin: filepath.Join(dir, "bin"), exe: filepath.Join(dir, "oracle.test"), bwrap: paths[3]}
+	writeShims(t, e.bin)
+	if err := copyFile(e.exe, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(dir, "oracle.test")
-	if err := copyFile(exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	outPath := filepath.Join(dir, "out.jsonl")
-	// bwrap runs as nobody: no file of root's is writable, no disk device
-	// is reachable, and in its user namespace's procfs there is no
-	// sysrq-trigger. The pid namespace keeps kill -1 inside.
-	cmd := exec.Command(bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run",
-		"--bind", dir, dir, "--chdir", dir, "--", exe)
-	cmd.Env = []string{"WARDEN_ORACLE_DRIVER=" + linesPath, "WARDEN_ORACLE_OUT=" + outPath, "WARDEN_ORACLE_BIN=" + bin, "PATH=/usr/bin:/bin"}
 	if os.Getuid() == 0 {
 		if err := chownTree(dir, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return e
+}
+
+// run runs lines under shells in the jail and returns what each did.
+func (e *oracleEnv) run(lines, shells []string) ([]oracleRun, error) {
+	e.mu.Lock()
+	e.n++
+	work := filepath.Join(e.dir, "w"+strconv.Itoa(e.n))
+	e.mu.Unlock()
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(lines)
+	linesPath := filepath.Join(work, "lines.json")
+	if err := os.WriteFile(linesPath, b, 0o644); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	outPath := filepath.Join(work, "out.jsonl")
+	// bwrap runs as nobody: no file of root's is writable, no disk device
+	// is reachable, and in its user namespace's procfs there is no
+	// sysrq-trigger. The pid namespace keeps kill -1 inside.
+	cmd := exec.Command(e.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run",
+		"--bind", work, work, "--chdir", work, "--", e.exe)
+	cmd.Env = []string{"WARDEN_ORACLE_DRIVER=" + linesPath, "WARDEN_ORACLE_OUT=" + outPath, "WARDEN_ORACLE_BIN=" + e.bin,
+		"WARDEN_ORACLE_SHELLS=" + strings.Join(shells, " "), "PATH=/usr/bin:/bin"}
+	if os.Getuid() == 0 {
+		if err := chownTree(work, nobody, nobody); err != nil {
+			return nil, err
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("oracle driver in bwrap: %v\n%s", err, out)
+		return nil, fmt.Errorf("oracle driver in bwrap: %v\n%s", err, out)
 	}
 	f, err := os.ReadFile(outPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var runs []oracleRun
 	for _, l := range bytes.Split(f, []byte("\n")) {
@@ -309,11 +333,11 @@ func runOracle(t testing.TB, lines []string) []oracleRun {
 		}
 		var r oracleRun
 		if err := json.Unmarshal(l, &r); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		runs = append(runs, r)
 	}
-	return runs
+	return runs, nil
 }
 
 const nobody = 65534
@@ -515,7 +539,10 @@ func TestShellOracle(t *testing.T) {
 		t.Skip("runs every corpus line under three shells")
 	}
 	lines := oracleLines(t)
-	runs := runOracle(t, lines)
+	runs, err := newOracleEnv(t, t.TempDir()).run(lines, oracleShells)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(runs) != len(lines)*len(oracleShells) {
 		t.Fatalf("oracle ran %d line×shell pairs, want %d", len(runs), len(lines)*len(oracleShells))
 	}

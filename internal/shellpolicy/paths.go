@@ -220,15 +220,15 @@ func compsMeet(g, m globComp, dotOK bool) bool {
 			return false
 		}
 	}
-	type key struct{ p, q int }
-	memo := map[key]bool{}
+	// memo: 0 unknown, 1 false (or in progress), 2 true.
+	w := len(m.elems) + 1
+	memo := make([]byte, (len(g.elems)+1)*w)
 	var f func(p, q int) bool
 	f = func(p, q int) bool {
-		k := key{p, q}
-		if v, ok := memo[k]; ok {
-			return v
+		if v := memo[p*w+q]; v != 0 {
+			return v == 2
 		}
-		memo[k] = false
+		memo[p*w+q] = 1
 		var r bool
 		switch {
 		case p == len(g.elems) && q == len(m.elems):
@@ -240,7 +240,9 @@ func compsMeet(g, m globComp, dotOK bool) bool {
 		case p < len(g.elems) && q < len(m.elems):
 			r = elemsMeet(g.elems[p], m.elems[q]) && f(p+1, q+1)
 		}
-		memo[k] = r
+		if r {
+			memo[p*w+q] = 2
+		}
 		return r
 	}
 	return f(0, 0)
@@ -281,6 +283,9 @@ func pathsMeet(g, m []globComp, dotOK bool) bool {
 func masked(pats []maskPat, rel string, glob, dotOK bool) (string, bool) {
 	if rel == "." || rel == "" {
 		return "", false
+	}
+	if !glob {
+		return maskedLiteral(pats, strings.ToLower(rel))
 	}
 	var g []globComp
 	for _, s := range strings.Split(strings.ToLower(rel), "/") {
@@ -476,4 +481,62 @@ func coversName(e exclusion, name string) bool {
 		return strings.ToLower(e.glob) == name
 	}
 	return e.glob == name && strings.ToLower(name) == strings.ToUpper(name)
+}
+
+// maskedLiteral matches a literal lowercase path (or one of its parents)
+// against the masks, without the glob-against-glob search.
+func maskedLiteral(pats []maskPat, rel string) (string, bool) {
+	comps := strings.Split(rel, "/")
+	for _, m := range pats {
+		if literalMeets(comps, m.comps) {
+			return m.src, true
+		}
+	}
+	return "", false
+}
+
+// literalMeets reports whether mask components m match comps or one of
+// its prefixes (a mask covers everything below what it matches).
+func literalMeets(comps []string, m []globComp) bool {
+	var f func(i, k int) bool
+	f = func(i, k int) bool {
+		if k == len(m) {
+			return true // matched a prefix: the rest is below it
+		}
+		if m[k].any {
+			for x := i; x <= len(comps); x++ {
+				if f(x, k+1) {
+					return true
+				}
+			}
+			return false
+		}
+		return i < len(comps) && compMatches(m[k], comps[i]) && f(i+1, k+1)
+	}
+	return f(0, 0)
+}
+
+// compMatches matches one literal component against a mask component.
+func compMatches(m globComp, s string) bool {
+	rs := []rune(s)
+	var f func(p, q int) bool
+	f = func(p, q int) bool {
+		for p < len(m.elems) {
+			e := m.elems[p]
+			if e.kind == '*' {
+				for x := q; x <= len(rs); x++ {
+					if f(p+1, x) {
+						return true
+					}
+				}
+				return false
+			}
+			if q >= len(rs) || !e.matches(rs[q]) {
+				return false
+			}
+			p, q = p+1, q+1
+		}
+		return q == len(rs)
+	}
+	return f(0, 0)
 }
