@@ -77,13 +77,21 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stream) stream {
 	saveCtx := j.ctx
 	defer func() { j.ctx = saveCtx }()
 	j.ctx = ctxNote{}
-	for _, a := range c.Assigns {
-		j.substs(a)
-	}
+	// bash expands the command's words first, then each assignment's value
+	// in order (a=1 b=$a sees a=1): substitutions and contexts are judged
+	// in that order, each assignment's just before it applies.
 	for _, w := range c.Args {
 		j.substs(w)
 	}
 	text := j.text(c)
+	for _, a := range c.Assigns {
+		if a.Name != nil && !isName(a.Name.Value) {
+			// bash reads 0=x as a command named "0=x", not an assignment.
+			j.runAnything()
+			j.add(Simple{Text: text, Class: Dangerous, Why: "bash runs " + shown(j.text(a)) + " as a command: " + a.Name.Value + " is not a variable name", Pos: j.pos(c.Pos())})
+			return stream{}
+		}
+	}
 	if len(c.Args) == 0 {
 		note := j.ctx
 		class, why := note.class, note.why
@@ -91,24 +99,30 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stream) stream {
 			why = "sets shell variables"
 		}
 		for _, a := range c.Assigns {
+			j.substs(a)
 			if cl, w := j.assignClass(a, false); cl > class {
 				class, why = cl, w
 			}
-		}
-		i := j.add(Simple{Text: text, Class: class, Why: why, Pos: j.pos(c.Pos())})
-		for _, a := range c.Assigns {
 			j.doAssign(a, false)
 		}
+		if j.ctx.class > class {
+			class, why = j.ctx.class, j.ctx.why
+		}
+		i := j.add(Simple{Text: text, Class: class, Why: why, Pos: j.pos(c.Pos())})
 		if cl, w := j.redirects(s.Redirs, i, stream{}); cl > class && i >= 0 && j.v.Commands[i].Rule == "" {
 			j.v.Commands[i].Class, j.v.Commands[i].Why = cl, w
 		}
 		return stream{}
 	}
-	// Prefix assignments hold for this command only, exported to it.
+	// The words expand before the prefix assignments apply (x=/ rm -rf $x
+	// expands $x as it was); the assignments hold for this command only,
+	// exported to it.
+	rs := j.readings(c.Args)
 	prefix := map[string]*value{}
 	var aclass Class
 	var awhy string
 	for _, a := range c.Assigns {
+		j.substs(a)
 		if cl, w := j.assignClass(a, true); cl > aclass {
 			aclass, awhy = cl, w
 		}
@@ -127,7 +141,7 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stream) stream {
 	// source and function calls assign) is merged.
 	before := j.sc.clone()
 	var after []*scope
-	for k, argv := range j.readings(c.Args) {
+	for k, argv := range rs {
 		j.sc = before.clone()
 		j.run(argv)
 		r := j.judgeArgv(argv, ctx)
@@ -234,6 +248,12 @@ func (j *judge) judgeArgv(argv []arg, ctx *callCtx) res {
 	}
 	if name.subst {
 		r.worse(Dangerous, "command name comes from a command substitution: "+shown(name.val))
+	}
+	if strings.Contains(name.val, "/dev/fd/63") {
+		// Running a process substitution's pipe as a program: what it is
+		// depends on how bash splits the word (<(a)>(b)).
+		r.worse(Dangerous, "runs a process substitution as a program")
+		j.runAnything()
 	}
 	base := name.val
 	relative := false

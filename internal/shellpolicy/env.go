@@ -210,7 +210,8 @@ func (j *judge) initial(name string) *value {
 	case name == "PS4":
 		return &value{vals: []string{"+ "}}
 	case name == "0":
-		return &value{vals: []string{"bash"}}
+		// The runner starts bash by name or by path.
+		return &value{vals: []string{"bash", "/bin/bash", "/usr/bin/bash"}}
 	case name == "#":
 		return &value{vals: []string{"0"}}
 	case name == "@" || name == "*":

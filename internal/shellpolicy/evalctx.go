@@ -86,7 +86,7 @@ func (j *judge) valueArith(name string, v *value, depth int) {
 		return
 	}
 	if v.unknown && !v.num {
-		j.ctx.add(Dangerous, "arithmetic evaluates $"+name+", whose value the judge cannot see (a[$(cmd)] in it would run)")
+		j.unseen("arithmetic evaluates $" + name + ", whose value the judge cannot see (a[$(cmd)] in it would run)")
 	}
 	if depth >= maxEvalDepth {
 		j.ctx.add(Dangerous, "arithmetic evaluates values through values more than 8 levels deep")
@@ -112,7 +112,7 @@ func (j *judge) arithText(s string, depth int) {
 	}
 	if hasHole(s) {
 		if strings.Contains(s, hole) {
-			j.ctx.add(Dangerous, "arithmetic evaluates text the judge cannot see")
+			j.unseen("arithmetic evaluates text the judge cannot see")
 		}
 		return
 	}
@@ -143,7 +143,7 @@ func (j *judge) textSubsts(s string) {
 	}
 	w, err := newParser(syntax.LangBash).Document(strings.NewReader(s))
 	if err != nil {
-		j.ctx.add(Dangerous, "evaluates text that does not parse: "+s)
+		j.unseen("evaluates text that does not parse: " + s)
 		return
 	}
 	j.withSrc(s, func() { j.substs(w) })
@@ -154,7 +154,7 @@ func (j *judge) textSubsts(s string) {
 // evaluates the subscript.
 func (j *judge) nameCtx(s string) {
 	if hasHole(s) {
-		j.ctx.add(Dangerous, "a variable name computed at run time is evaluated (a[$(cmd)] in it would run)")
+		j.unseen("a variable name computed at run time is evaluated (a[$(cmd)] in it would run)")
 		return
 	}
 	k := strings.IndexByte(s, '[')
@@ -174,11 +174,18 @@ func (j *judge) promptCtx(name string, v *value) {
 		return
 	}
 	if v.unknown {
-		j.ctx.add(Dangerous, name+" is expanded as a prompt and its value is not known ($(cmd) in it would run)")
+		j.unseen(name + " is expanded as a prompt and its value is not known ($(cmd) in it would run)")
 	}
 	for _, s := range v.vals {
 		j.textSubsts(s)
 	}
+}
+
+// unseen records an evaluation context that evaluates text the judge
+// cannot see: the command is Dangerous, and any command may run there.
+func (j *judge) unseen(why string) {
+	j.ctx.add(Dangerous, why)
+	j.runAnything()
 }
 
 // ctxBlock blocks the line: an evaluation context runs downloaded or
@@ -222,7 +229,7 @@ func (j *judge) paramExp(p *syntax.ParamExp) {
 			j.ctxBlock("${!" + name + "} expands a variable named by downloaded or decoded data")
 		}
 		if v.unknown {
-			j.ctx.add(Dangerous, "${!"+name+"} expands a variable whose name the judge cannot see")
+			j.unseen("${!" + name + "} expands a variable whose name the judge cannot see")
 		}
 		for _, s := range v.vals {
 			j.nameCtx(s)
@@ -233,7 +240,7 @@ func (j *judge) paramExp(p *syntax.ParamExp) {
 			j.nameCtx(s)
 		}
 		if v.unknown {
-			j.ctx.add(Dangerous, name+" is a reference to a variable whose name the judge cannot see")
+			j.unseen(name + " is a reference to a variable whose name the judge cannot see")
 		}
 	}
 	if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps && p.Exp.Word != nil && p.Exp.Word.Lit() == "P" {
@@ -318,7 +325,7 @@ func (j *judge) testClause(c *syntax.TestClause) {
 					if w, ok := side.(*syntax.Word); ok {
 						for _, a := range j.word(w) {
 							if strings.Contains(a.val, hole) {
-								j.ctx.add(Dangerous, "[[ "+x.Op.String()+" ]] evaluates text the judge cannot see as arithmetic")
+								j.unseen("[[ " + x.Op.String() + " ]] evaluates text the judge cannot see as arithmetic")
 							}
 							if a.fed {
 								j.ctxBlock("[[ " + x.Op.String() + " ]] evaluates downloaded or decoded data as arithmetic")

@@ -58,9 +58,19 @@ func (e *readEnv) Get(name string) expand.Variable {
 	if vr, ok := e.set[name]; ok {
 		return vr
 	}
-	if strings.HasPrefix(name, "HOME ") {
+	if user, ok := strings.CutPrefix(name, "HOME "); ok {
+		switch t := strings.TrimLeft(user, "+-"); {
+		case user == "+" || user == "0" || user == "+0":
+			return e.Get("PWD") // ~+ and ~0 are the working directory
+		case user == "-" || isDigits(t) && t != "":
+			// ~- is OLDPWD, ~N a directory stack entry.
+			if e.anything {
+				return expand.Variable{Set: true, Kind: expand.String, Str: hole}
+			}
+			return expand.Variable{}
+		}
 		// ~user: kept as written, never looked up.
-		return expand.Variable{Set: true, Kind: expand.String, Str: "~" + name[5:]}
+		return expand.Variable{Set: true, Kind: expand.String, Str: "~" + user}
 	}
 	v := e.j.lookup(name)
 	idx, ok := e.pick[name]
@@ -262,12 +272,32 @@ func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
 			}
 			return nil
 		},
-		ProcSubst: func(*syntax.ProcSubst) (string, error) { return "/dev/fd/63", nil },
+		ProcSubst: procPath,
 	}
 	argv := make([]arg, 0, len(words))
 	for _, w := range words {
 		fed := j.wordFed(w)
 		subst := hasCmdSubst(w)
+		w = ctrlEscapes(w)
+		if j.lang != syntax.LangPOSIX && paramBeforeBrace(w) {
+			ws := j.bashOrderWords(w)
+			if ws == nil {
+				if e.anything {
+					argv = append(argv, arg{val: hole, pos: w.Pos(), fed: fed})
+				}
+				continue
+			}
+			for _, x := range ws {
+				fields, err := expand.Fields(cfg, noBraces(x))
+				if err != nil {
+					fields = []string{hole}
+				}
+				for _, f := range fields {
+					argv = append(argv, arg{val: f, glob: hasGlob(x), pos: w.Pos(), fed: fed, subst: subst})
+				}
+			}
+			continue
+		}
 		if j.lang == syntax.LangPOSIX {
 			w = noBraces(w)
 		} else if braceFields(w) > maxBraceFields {
@@ -434,7 +464,7 @@ func (j *judge) document(w *syntax.Word, heredoc bool) []arg {
 					}
 					return nil
 				},
-				ProcSubst: func(*syntax.ProcSubst) (string, error) { return "/dev/fd/63", nil },
+				ProcSubst: procPath,
 			}
 			var s string
 			var err error
@@ -605,4 +635,13 @@ func hasCmdSubst(w *syntax.Word) bool {
 		return !found
 	})
 	return found
+}
+
+// procPath is the path a process substitution expands to; bash expands an
+// empty one (<() or >()) to nothing.
+func procPath(ps *syntax.ProcSubst) (string, error) {
+	if len(ps.Stmts) == 0 {
+		return "", nil
+	}
+	return "/dev/fd/63", nil
 }

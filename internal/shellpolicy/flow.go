@@ -190,6 +190,10 @@ func (j *judge) applyEffects(words []*syntax.Word, argv []arg, in stream) {
 		}
 		j.setUnknown(name, in.fed)
 	case "printf":
+		if len(args) >= 2 && strings.HasPrefix(args[0].val, "-v") && args[0].val != "-v" {
+			// -vNAME: the name attached
+			args = append([]arg{{val: "-v"}, {val: args[0].val[2:]}}, args[1:]...)
+		}
 		if len(args) >= 2 && args[0].val == "-v" {
 			name := args[1].val
 			if k := strings.IndexByte(name, '['); k > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,9 +74,46 @@ func writeShims(t testing.TB, dir string) {
 	}
 }
 
+// killFn stands in for the kill builtin: a function that logs like a shim.
+const killFn = `kill() { set +x; printf '%s\0' $(($# + 1)) kill "$@" >> "$WARDEN_ORACLE_LOG"; set -x; }` + "\n"
+
+// prepareRuns makes each run's directory before the jail starts, owned by
+// the caller (root), with only its workspace, home, shim log and trace
+// writable by the jail's user: a line that deletes everything it can
+// (/bin/rm -rf /, real rm) cannot delete another run's log or the shims.
+func prepareRuns(work string, n int, shells []string, chown bool) error {
+	for i := 0; i < n; i++ {
+		for _, sh := range shells {
+			dir := filepath.Join(work, "run", strconv.Itoa(i)+"-"+sh)
+			for _, d := range []string{filepath.Join(dir, "ws"), filepath.Join(dir, "home")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			for _, f := range []string{"shims.log", "trace"} {
+				if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+					return err
+				}
+			}
+			prelude := killFn + "exec 199>>" + shellQuote(filepath.Join(dir, "trace")) + "\nBASH_XTRACEFD=199\nset -x\n"
+			if err := os.WriteFile(filepath.Join(dir, "prelude"), []byte(prelude), 0o644); err != nil {
+				return err
+			}
+			if chown {
+				for _, p := range []string{"ws", "home", "shims.log", "trace"} {
+					if err := os.Chown(filepath.Join(dir, p), nobody, nobody); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // oracleDriver runs inside the jail: every line under every shell, each in
 // its own directory, and writes what happened as JSON lines.
-func oracleDriver(linesPath, outPath, bin string) error {
+func oracleDriver(linesPath string, out io.Writer, bin string) error {
 	b, err := os.ReadFile(linesPath)
 	if err != nil {
 		return err
@@ -84,14 +122,9 @@ func oracleDriver(linesPath, outPath, bin string) error {
 	if err := json.Unmarshal(b, &lines); err != nil {
 		return err
 	}
-	out, err := os.Create(outPath)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
 	var mu sync.Mutex
 	enc := json.NewEncoder(out)
-	base := filepath.Dir(outPath)
+	base := filepath.Dir(linesPath)
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
 	shells := strings.Fields(os.Getenv("WARDEN_ORACLE_SHELLS"))
@@ -122,7 +155,7 @@ func runShell(sh, line, dir, bin string) (oracleRun, error) {
 	r := oracleRun{Shell: sh, Line: line}
 	ws := filepath.Join(dir, "ws")
 	home := filepath.Join(dir, "home")
-	for _, d := range []string{ws, home, filepath.Join(ws, "src"), filepath.Join(ws, "docs")} {
+	for _, d := range []string{filepath.Join(ws, "src"), filepath.Join(ws, "docs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return r, err
 		}
@@ -132,9 +165,7 @@ func runShell(sh, line, dir, bin string) (oracleRun, error) {
 	}
 	log := filepath.Join(dir, "shims.log")
 	trace := filepath.Join(dir, "trace")
-	// kill is a builtin: a function logs it like a shim instead.
-	killFn := `kill() { set +x; printf '%s\0' $(($# + 1)) kill "$@" >> "$WARDEN_ORACLE_LOG"; set -x; }` + "\n"
-	env := []string{"PATH=" + bin, "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=" + dir, "USER=oracle",
+	env := []string{"PATH=" + bin, "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb", "TMPDIR=" + home, "USER=oracle",
 		"WARDEN_ORACLE_LOG=" + log, "PS4=" + oracleMarker}
 	var cmd *exec.Cmd
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -142,7 +173,6 @@ func runShell(sh, line, dir, bin string) (oracleRun, error) {
 	switch sh {
 	case "bash":
 		prelude := filepath.Join(dir, "prelude")
-		os.WriteFile(prelude, []byte(killFn+"exec 199>>"+shellQuote(trace)+"\nBASH_XTRACEFD=199\nset -x\n"), 0o644)
 		cmd = exec.CommandContext(ctx, "/bin/bash", "--noprofile", "--norc", "-c", line)
 		env = append(env, "BASH_ENV="+prelude)
 	case "dash":
@@ -171,7 +201,11 @@ func runShell(sh, line, dir, bin string) (oracleRun, error) {
 	}
 	_ = err
 	tr := stderr.String()
-	if b, err := os.ReadFile(trace); err == nil {
+	if sh == "bash" {
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			return r, err
+		}
 		tr = string(b)
 	}
 	r.Traced = traceNames(sh, tr)
@@ -209,15 +243,18 @@ func traceNames(sh, tr string) []string {
 				if err != nil {
 					break
 				}
-				v, err := expand.Literal(nil, w)
-				if err != nil {
-					v = w.Lit()
+				fs, err := expand.Fields(nil, ctrlEscapes(w))
+				if err != nil || len(fs) != 1 {
+					fs = []string{w.Lit()}
 				}
-				words = append(words, v)
+				words = append(words, fs[0])
 			}
 		}
-		for len(words) > 0 && assignRE.MatchString(words[0]) {
-			words = words[1:]
+		// bash and zsh trace each assignment as its own entry: an entry
+		// that is one assignment word is not a command; a longer one
+		// starting with NAME= is a command so named ('A=' 0).
+		if len(words) == 1 && assignRE.MatchString(words[0]) {
+			continue
 		}
 		if len(words) == 0 || words[0] == "[[" || words[0] == "((" || strings.HasPrefix(words[0], "((") {
 			continue
@@ -281,10 +318,8 @@ func newOracleEnv(t testing.TB, dir string) *oracleEnv {
 	if err := copyFile(e.exe, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if os.Getuid() == 0 {
-		if err := chownTree(dir, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
+	if err := reachable(dir); err != nil {
+		t.Fatal(err)
 	}
 	return e
 }
@@ -298,33 +333,31 @@ func (e *oracleEnv) run(lines, shells []string) ([]oracleRun, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
+	if err := prepareRuns(work, len(lines), shells, os.Getuid() == 0); err != nil {
+		return nil, err
+	}
 	b, _ := json.Marshal(lines)
 	linesPath := filepath.Join(work, "lines.json")
 	if err := os.WriteFile(linesPath, b, 0o644); err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	outPath := filepath.Join(work, "out.jsonl")
 	// bwrap runs as nobody: no file of root's is writable, no disk device
 	// is reachable, and in its user namespace's procfs there is no
 	// sysrq-trigger. The pid namespace keeps kill -1 inside.
 	cmd := exec.Command(e.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run",
 		"--bind", work, work, "--chdir", work, "--", e.exe)
-	cmd.Env = []string{"WARDEN_ORACLE_DRIVER=" + linesPath, "WARDEN_ORACLE_OUT=" + outPath, "WARDEN_ORACLE_BIN=" + e.bin,
+	cmd.Env = []string{"WARDEN_ORACLE_DRIVER=" + linesPath, "WARDEN_ORACLE_BIN=" + e.bin,
 		"WARDEN_ORACLE_SHELLS=" + strings.Join(shells, " "), "PATH=/usr/bin:/bin"}
 	if os.Getuid() == 0 {
-		if err := chownTree(work, nobody, nobody); err != nil {
-			return nil, err
-		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("oracle driver in bwrap: %v\n%s", err, out)
-	}
-	f, err := os.ReadFile(outPath)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	f, err := cmd.Output()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("oracle driver in bwrap: %v\n%s", err, stderr.Bytes())
 	}
 	var runs []oracleRun
 	for _, l := range bytes.Split(f, []byte("\n")) {
@@ -355,22 +388,20 @@ func copyFile(dst string, mode os.FileMode) error {
 	return os.WriteFile(dst, b, mode)
 }
 
-// chownTree gives dir and what is in it to uid:gid, and lets them reach
-// it through its parents.
-func chownTree(dir string, uid, gid int) error {
-	for p := filepath.Dir(dir); p != "/" && p != "."; p = filepath.Dir(p) {
-		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(p, st.Mode().Perm()|0o011); err != nil {
+// reachable lets other users (the jail's) reach dir through its parents.
+func reachable(dir string) error {
+	for p := dir; p != "/" && p != "."; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o005 != 0o005 {
+			if err := os.Chmod(p, st.Mode().Perm()|0o055); err != nil {
 				return err
 			}
 		}
 	}
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
+	return nil
 }
 
 // judgedFor is what the judge listed for one shell's reading of a line:
@@ -442,9 +473,7 @@ func mismatches(r oracleRun, runs []judgedRun) []string {
 // CR LF (the judge calls such a line dangerous).
 func normalize(r oracleRun, s string) string {
 	s = strings.TrimSuffix(s, "\r")
-	if strings.HasPrefix(s, "/dev/fd/") {
-		return "/dev/fd/63"
-	}
+	s = fdPath.ReplaceAllString(s, "/dev/fd/63")
 	s = strings.ReplaceAll(s, r.WS, wsRoot)
 	s = strings.ReplaceAll(s, r.Home, "~")
 	for up, d := 1, filepath.Dir(r.WS); up <= 3 && d != "/"; up, d = up+1, filepath.Dir(d) {
@@ -462,6 +491,8 @@ func init() {
 		dashBuiltins[b] = true
 	}
 }
+
+var fdPath = regexp.MustCompile(`/dev/fd/[0-9]+`)
 
 // ignoredTrace are trace entries that are not commands the judge lists.
 var ignoredTrace = map[string]bool{"set": true, "setopt": true, "]]": true, "function": true, "for": true, "case": true, "select": true, "until": true, "while": true, "if": true}
@@ -546,7 +577,7 @@ func TestShellOracle(t *testing.T) {
 	if len(runs) != len(lines)*len(oracleShells) {
 		t.Fatalf("oracle ran %d line×shell pairs, want %d", len(runs), len(lines)*len(oracleShells))
 	}
-	zshDiffer := 0
+	zshDiffer, timedOut := 0, 0
 	checked := map[string]int{}
 	for _, r := range runs {
 		v, judged := judgedFor(r.Shell, r.Line)
@@ -554,6 +585,12 @@ func TestShellOracle(t *testing.T) {
 			continue // refused: warden does not run it
 		}
 		if len(r.Execs) == 0 && len(r.Traced) == 0 {
+			continue
+		}
+		if r.Timeout {
+			// A loop over shims that always succeed: what the kill cut
+			// short cannot be read reliably.
+			timedOut++
 			continue
 		}
 		checked[r.Shell]++
@@ -571,8 +608,8 @@ func TestShellOracle(t *testing.T) {
 		}
 		t.Errorf("%s -c %q: %s\n%s", r.Shell, r.Line, strings.Join(ms, "; "), dump(v))
 	}
-	t.Logf("lines %d; compared bash %d, dash %d, zsh %d; zsh ran commands the judge's reading did not list on %d lines (never safe)",
-		len(lines), checked["bash"], checked["dash"], checked["zsh"], zshDiffer)
+	t.Logf("lines %d; compared bash %d, dash %d, zsh %d (%d runs timed out); zsh ran commands the judge's reading did not list on %d lines (never safe)",
+		len(lines), checked["bash"], checked["dash"], checked["zsh"], timedOut, zshDiffer)
 	for _, sh := range oracleShells {
 		if checked[sh] < len(lines)/2 {
 			t.Errorf("only %d of %d lines ran commands under %s: the oracle is not seeing them", checked[sh], len(lines), sh)
@@ -583,7 +620,7 @@ func TestShellOracle(t *testing.T) {
 // TestMain turns the test binary into the oracle's driver when asked.
 func TestMain(m *testing.M) {
 	if p := os.Getenv("WARDEN_ORACLE_DRIVER"); p != "" {
-		if err := oracleDriver(p, os.Getenv("WARDEN_ORACLE_OUT"), os.Getenv("WARDEN_ORACLE_BIN")); err != nil {
+		if err := oracleDriver(p, os.Stdout, os.Getenv("WARDEN_ORACLE_BIN")); err != nil {
 			fmt.Fprintln(os.Stderr, "oracle driver:", err)
 			os.Exit(1)
 		}
