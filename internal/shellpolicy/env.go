@@ -180,12 +180,29 @@ func (s *scope) clone() *scope {
 	return c
 }
 
-// lookup returns the value of name without recording it.
+// lookup returns the value of name without recording it. The caller must
+// not change it.
 func (j *judge) lookup(name string) *value {
 	if v, ok := j.sc.m[name]; ok {
 		return v
 	}
-	return j.initial(name)
+	return j.initialRO(name)
+}
+
+// initialRO is initial(name), shared: the caller must not change it.
+func (j *judge) initialRO(name string) *value {
+	if name == "PWD" {
+		return j.initial(name) // depends on cd
+	}
+	if v, ok := j.initials[name]; ok {
+		return v
+	}
+	v := j.initial(name)
+	if j.initials == nil {
+		j.initials = map[string]*value{}
+	}
+	j.initials[name] = v
+	return v
 }
 
 // initial is what name holds when the line starts (or a shell the line
@@ -250,7 +267,7 @@ func (j *judge) merge(o *scope) {
 	}
 	for k, v := range j.sc.m {
 		if _, ok := o.m[k]; !ok {
-			v.union(j.initial(k))
+			v.union(j.initialRO(k))
 		}
 	}
 }

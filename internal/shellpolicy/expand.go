@@ -177,9 +177,10 @@ func (j *judge) readings(words []*syntax.Word) [][]arg {
 	seen := map[string]bool{}
 	picks := j.picks(list)
 	j.work += 2 * len(picks)
+	info := j.wordInfo(words)
 	for _, pick := range picks {
 		for _, anything := range []bool{false, true} {
-			argv := j.expandWords(words, &readEnv{j: j, pick: pick, anything: anything})
+			argv := j.expandWords(words, info, &readEnv{j: j, pick: pick, anything: anything})
 			key := argvKey(argv)
 			if !seen[key] {
 				seen[key] = true
@@ -257,7 +258,20 @@ func (j *judge) picks(names []string) []map[string]int {
 }
 
 // expandWords expands words under one reading.
-func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
+// wordFacts are what a word is, whatever the reading.
+type wordFacts struct {
+	fed, subst, glob bool
+}
+
+func (j *judge) wordInfo(words []*syntax.Word) []wordFacts {
+	out := make([]wordFacts, len(words))
+	for k, w := range words {
+		out[k] = wordFacts{fed: j.wordFed(w), subst: hasCmdSubst(w), glob: hasGlob(w) || j.globVar(w)}
+	}
+	return out
+}
+
+func (j *judge) expandWords(words []*syntax.Word, info []wordFacts, e *readEnv) []arg {
 	cfg := &expand.Config{
 		Env: e,
 		CmdSubst: func(w io.Writer, cs *syntax.CmdSubst) error {
@@ -275,9 +289,12 @@ func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
 		ProcSubst: procPath,
 	}
 	argv := make([]arg, 0, len(words))
-	for _, w := range words {
-		fed := j.wordFed(w)
-		subst := hasCmdSubst(w)
+	for k, w := range words {
+		if v, ok := literalWord(w); ok {
+			argv = append(argv, arg{val: v, pos: w.Pos()})
+			continue
+		}
+		fed, subst := info[k].fed, info[k].subst
 		w = ctrlEscapes(w)
 		if j.lang != syntax.LangPOSIX && paramBeforeBrace(w) {
 			ws := j.bashOrderWords(w)
@@ -317,7 +334,7 @@ func (j *judge) expandWords(words []*syntax.Word, e *readEnv) []arg {
 			}
 			continue
 		}
-		g := hasGlob(w) || j.globVar(w)
+		g := info[k].glob
 		var proc *stream
 		if f := fields; len(f) == 1 && f[0] == "/dev/fd/63" {
 			s := j.procStream(w)
@@ -644,4 +661,23 @@ func procPath(ps *syntax.ProcSubst) (string, error) {
 		return "", nil
 	}
 	return "/dev/fd/63", nil
+}
+
+// literalWord is the value of a word with nothing to expand: plain text, or
+// text in single quotes.
+func literalWord(w *syntax.Word) (string, bool) {
+	if len(w.Parts) != 1 {
+		return "", false
+	}
+	switch p := w.Parts[0].(type) {
+	case *syntax.Lit:
+		if p.Value != "" && !strings.ContainsAny(p.Value, "\\~{}*?[$`'\"") {
+			return p.Value, true
+		}
+	case *syntax.SglQuoted:
+		if !p.Dollar {
+			return p.Value, true
+		}
+	}
+	return "", false
 }

@@ -121,6 +121,8 @@ type judge struct {
 	xtrace bool
 	// work counts the statements judged.
 	work int
+	// initials caches what lookup gives names the line has not assigned.
+	initials map[string]*value
 	// standIn labels the runs of a reading that stands in for another
 	// dialect's (see posixPrefix).
 	standIn string

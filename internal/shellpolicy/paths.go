@@ -2,6 +2,7 @@ package shellpolicy
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -33,9 +34,21 @@ type maskPat struct {
 	comps []globComp
 }
 
-func compileMasks(user []string) []maskPat {
+// defaultMasks are DefaultMask compiled once.
+var defaultMasks = func() []maskPat {
 	var out []maskPat
-	for _, p := range append(append([]string(nil), DefaultMask...), user...) {
+	for _, p := range DefaultMask {
+		out = append(out, compileMask(p))
+	}
+	return out
+}()
+
+func compileMasks(user []string) []maskPat {
+	if len(user) == 0 {
+		return defaultMasks
+	}
+	out := slices.Clone(defaultMasks)
+	for _, p := range user {
 		out = append(out, compileMask(p))
 	}
 	return out
