@@ -31,7 +31,16 @@ GO
 go build -o "$tmp/new-judge" ./bench/judgecorpus
 (cd "$tmp/old" && go build -o "$tmp/old-judge" ./bench/judgecorpus)
 out=${OUT:-/dev/null}
-: > "$out"
+{
+	echo "# The command judge's corpora, before ($base $(git rev-parse --short "$base")) and after"
+	echo
+	echo "Written by \`OUT=bench/judge_corpus_results.md bench/judge-corpus.sh\`; the summary is in BENCHMARKS.md."
+	echo "\"before\" is the judge of $base called as warden called it (no environment, no jail); \"after\""
+	echo "is this tree's, with the runner's environment allowlist, on the host and in the jail. A"
+	echo "decision is \`deny:RULE\` (blocked in every mode) or the class (safe runs unasked where the"
+	echo "mode allows; dev and dangerous are asked)."
+	echo
+} > "$out"
 for kind in benign attacks; do
 	corpus=$PWD/internal/shellpolicy/testdata/$kind.jsonl
 	"$tmp/old-judge" -corpus "$corpus" > "$tmp/old-$kind.jsonl"

@@ -140,8 +140,8 @@ func meets(d, want string) bool {
 func family(why string) string {
 	if k := strings.Index(why, "issue 13 family "); k >= 0 {
 		rest := why[k+len("issue 13 family "):]
-		if e := strings.IndexByte(rest, ':'); e >= 0 {
-			return "family " + rest[:e]
+		if e := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' }); e > 0 {
+			return "issue 13 family " + rest[:e]
 		}
 	}
 	return ""
