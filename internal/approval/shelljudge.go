@@ -6,6 +6,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/shellpolicy"
+	"github.com/wardenhq/warden/internal/tools"
 )
 
 // ShellJudge is the CommandJudge on warden's shell policy: the command is
@@ -36,14 +37,15 @@ func ShellJudge(opts *shellpolicy.Options) CommandJudge {
 	}
 }
 
-// ShellJudgeFromConfig is ShellJudge with the user's [commands] lists and
-// blocked_patterns, so a user-blocked command is never auto-approved.
+// ShellJudgeFromConfig is ShellJudge with the options run_command judges
+// with (tools.JudgeOptions: the user's [commands] lists and
+// blocked_patterns, the environment allowlist, the masks, the jail), so a
+// user-blocked command is never auto-approved and the risk summary shows
+// the reading that decided.
 func ShellJudgeFromConfig(cfg *config.Config) (CommandJudge, error) {
-	pats, err := shellpolicy.CompilePatterns(cfg.Commands.BlockedPatterns)
+	opts, err := tools.JudgeOptions(cfg)
 	if err != nil {
 		return nil, errors.Join(errors.New("commands.blocked_patterns"), err)
 	}
-	return ShellJudge(&shellpolicy.Options{
-		SafeCommands: cfg.Commands.SafeCommands, DevCommands: cfg.Commands.DevCommands, BlockedPatterns: pats,
-	}), nil
+	return ShellJudge(opts), nil
 }

@@ -28,6 +28,17 @@ func BenchmarkJudge(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(benchMix)), "ns/cmd")
 	})
+	// As warden calls it: the runner's environment allowlist.
+	opts := testOptions(false)
+	b.Run("mix-runner-env", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, c := range benchMix {
+				Judge(c, opts)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(benchMix)), "ns/cmd")
+	})
 	for _, n := range []int{10, 100, 1000} {
 		cmd := strings.Repeat("git status && ", n-1) + "git status"
 		b.Run("chain"+itoa(n), func(b *testing.B) {

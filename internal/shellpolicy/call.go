@@ -3,8 +3,8 @@ package shellpolicy
 import (
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -16,9 +16,23 @@ type res struct {
 	rule   string
 	reason string
 	rpos   Position
-	m      meta
-	// echoed is the static text an echo/printf writes (for `echo … | sh`).
-	echoed *string
+	sink   bool    // runs code it reads from its standard input
+	feeds  bool    // prints downloaded or decoded data
+	text   *string // prints this known text
+	num    bool    // prints only numbers
+	quiet  bool    // does not pass its standard input through to its output
+	pass   bool    // copies its standard input to its output (cat, tee)
+	cwd    *string // where a cd moved
+	// unl is the class words outside a safe spec give (kept apart so the
+	// dev table can still call the command dev).
+	unl    Class
+	unlWhy string
+}
+
+func (r *res) unlisted(c Class, why string) {
+	if c > r.unl || r.unlWhy == "" {
+		r.unl, r.unlWhy = max(c, r.unl), why
+	}
 }
 
 func (r *res) worse(c Class, why string) {
@@ -35,73 +49,139 @@ func (r *res) block(rule string, pos Position, format string, a ...any) {
 	r.class = Dangerous
 }
 
-// callCtx is what a simple command's judgement needs beyond its argv.
-type callCtx struct {
-	stmt     *syntax.Stmt
-	in       stdin
-	argsFeed bool // a substitution in its arguments downloads or decodes
+// merge folds an inner judgement (a wrapped command) into r.
+func (r *res) merge(o res) {
+	if o.rule != "" && r.rule == "" {
+		r.rule, r.reason, r.rpos = o.rule, o.reason, o.rpos
+	}
+	if o.class > r.class || r.why == "" {
+		r.class, r.why = max(o.class, r.class), o.why
+	}
+	if r.rule != "" {
+		r.class = Dangerous
+	}
+	r.sink = r.sink || o.sink
+	r.feeds = r.feeds || o.feeds
 }
 
-func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stdin) {
-	start := len(j.v.Commands)
-	for _, a := range c.Assigns {
-		j.substs(a)
-	}
+// callCtx is what a simple command's judgement needs beyond its argv.
+type callCtx struct {
+	stmt *syntax.Stmt
+	in   stream
+	// noFuncs: reached through command or builtin, which skip functions
+	// and aliases.
+	noFuncs bool
+}
+
+func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stream) stream {
+	saveCtx := j.ctx
+	defer func() { j.ctx = saveCtx }()
+	j.ctx = ctxNote{}
+	// bash expands the command's words first, then each assignment's value
+	// in order (a=1 b=$a sees a=1): substitutions and contexts are judged
+	// in that order, each assignment's just before it applies.
 	for _, w := range c.Args {
 		j.substs(w)
 	}
-	argsFeed := j.anyFeeds(start)
-	netIn := false
-	for _, r := range s.Redirs {
-		if isInput(r.Op) && r.Word != nil {
-			if t, ok := j.staticWord(r.Word); ok && isNetDev(t) {
-				netIn = true // reads from the network: its output is untrusted code
-			}
+	text := j.text(c)
+	for _, a := range c.Assigns {
+		if a.Name != nil && !isName(a.Name.Value) {
+			// bash reads 0=x as a command named "0=x", not an assignment.
+			j.runAnything()
+			j.add(Simple{Text: text, Class: Dangerous, Why: "bash runs " + shown(j.text(a)) + " as a command: " + a.Name.Value + " is not a variable name", Pos: j.pos(c.Pos())})
+			return stream{}
 		}
 	}
-	text := j.text(c)
 	if len(c.Args) == 0 {
-		class, why := Safe, "sets shell variables"
+		note := j.ctx
+		class, why := note.class, note.why
+		if class == Safe {
+			why = "sets shell variables"
+		}
 		for _, a := range c.Assigns {
-			if a.Name == nil {
-				continue
-			}
-			if cl, w := j.assignClass(a.Name.Value, a, false); cl > class {
+			j.substs(a)
+			if cl, w := j.assignClass(a, false); cl > class {
 				class, why = cl, w
 			}
+			j.doAssign(a, false)
 		}
-		i := j.add(Simple{Text: text, Class: class, Why: why, Pos: j.pos(c.Pos())}, meta{})
-		if w := j.redirects(s.Redirs, i); w != "" && i >= 0 {
-			j.v.Commands[i].Class, j.v.Commands[i].Why = Dangerous, w
+		if j.ctx.class > class {
+			class, why = j.ctx.class, j.ctx.why
 		}
-		return
+		i := j.add(Simple{Text: text, Class: class, Why: why, Pos: j.pos(c.Pos())})
+		if cl, w := j.redirects(s.Redirs, i, stream{}); cl > class && i >= 0 && j.v.Commands[i].Rule == "" {
+			j.v.Commands[i].Class, j.v.Commands[i].Why = cl, w
+		}
+		return stream{}
 	}
-	ctx := &callCtx{stmt: s, in: in, argsFeed: argsFeed}
-	var best res
-	var bestArgv []arg
-	for k, argv := range j.resolve(c.Args) {
-		r := j.judgeArgv(argv, ctx)
-		for _, a := range c.Assigns {
-			if a.Name != nil {
-				cl, w := j.assignClass(a.Name.Value, a, true)
-				r.worse(cl, w)
+	// The words expand before the prefix assignments apply (x=/ rm -rf $x
+	// expands $x as it was); the assignments hold for this command only,
+	// exported to it.
+	rs := j.readings(c.Args)
+	prefix := map[string]*value{}
+	var aclass Class
+	var awhy string
+	for _, a := range c.Assigns {
+		j.substs(a)
+		if cl, w := j.assignClass(a, true); cl > aclass {
+			aclass, awhy = cl, w
+		}
+		if a.Name != nil {
+			if _, ok := prefix[a.Name.Value]; !ok {
+				prefix[a.Name.Value] = j.sc.m[a.Name.Value]
 			}
 		}
+		j.doAssign(a, true)
+	}
+	ctx := &callCtx{stmt: s, in: in}
+	var best res
+	var bestArgv []arg
+	var cwds []string
+	// Each reading is judged from the same state; what they leave (eval,
+	// source and function calls assign) is merged.
+	before := j.sc.clone()
+	var after []*scope
+	for k, argv := range rs {
+		j.sc = before.clone()
+		j.run(argv)
+		r := j.judgeArgv(argv, ctx)
 		if k == 0 || r.rule != "" && best.rule == "" || r.class > best.class && (best.rule == "") == (r.rule == "") {
 			best, bestArgv = r, argv
 		}
+		if r.cwd != nil {
+			cwds = append(cwds, *r.cwd)
+		}
+		after = append(after, j.sc)
 	}
+	if len(after) > 0 {
+		j.sc = after[0]
+		for _, s := range after[1:] {
+			j.merge(s)
+		}
+	}
+	for name, v := range prefix {
+		if v == nil {
+			delete(j.sc.m, name)
+		} else {
+			j.sc.m[name] = v
+		}
+	}
+	note := j.ctx
+	best.worse(aclass, awhy)
+	best.worse(note.class, note.why)
 	strs := make([]string, len(bestArgv))
 	for k, a := range bestArgv {
 		strs[k] = a.val
 	}
-	best.m.echoed = best.echoed
-	if netIn {
-		best.m.feeds = true
+	i := j.add(Simple{Argv: strs, Text: text, Class: best.class, Why: best.why, Pos: j.pos(c.Pos())})
+	out := j.outputOf(best, in)
+	for k, a := range bestArgv {
+		if k > 0 && a.fed && !best.quiet && out.text == nil {
+			out.fed = true // it reads a download named in its arguments (cat <(curl …))
+		}
 	}
-	i := j.add(Simple{Argv: strs, Text: text, Class: best.class, Why: best.why, Pos: j.pos(c.Pos())}, best.m)
-	if w := j.redirects(s.Redirs, i); w != "" && i >= 0 && j.v.Commands[i].Rule == "" {
-		j.v.Commands[i].Class, j.v.Commands[i].Why = Dangerous, w
+	if cl, w := j.redirects(s.Redirs, i, out); cl > best.class && i >= 0 && j.v.Commands[i].Rule == "" {
+		j.v.Commands[i].Class, j.v.Commands[i].Why = cl, w
 	}
 	if best.rule != "" {
 		j.blockAt(i, best.rule, best.reason, best.rpos)
@@ -112,32 +192,35 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stdin) {
 			j.blockAt(i, RuleUserPattern, fmt.Sprintf("command %q matches blocked pattern %q", joined, re.String()), j.pos(c.Pos()))
 		}
 	}
-}
-
-// interpreters run code; the value says how they take a program inline.
-var interpreters = map[string]bool{
-	"python": true, "python2": true, "python3": true, "pypy": true, "pypy3": true,
-	"perl": true, "ruby": true, "node": true, "nodejs": true, "php": true,
-	"lua": true, "luajit": true, "deno": true, "bun": true, "tclsh": true, "wish": true,
-	"Rscript": true, "R": true, "irb": true, "jshell": true, "osascript": true, "pwsh": true,
-}
-
-var shells = map[string]bool{
-	"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true,
-	"ash": true, "posh": true, "yash": true, "fish": true, "csh": true, "tcsh": true,
-	"rbash": true, "oksh": true, "loksh": true, "pdksh": true, "ksh93": true, "elvish": true, "xonsh": true, "nu": true,
-}
-
-func isInterpreter(base string) bool {
-	if interpreters[base] {
-		return true
-	}
-	for _, p := range []string{"python", "pypy", "perl", "ruby", "php", "lua", "node"} {
-		if rest, ok := strings.CutPrefix(base, p); ok && rest != "" && strings.Trim(rest, "0123456789.-") == "" {
-			return true
+	if len(cwds) > 0 {
+		j.cwd = cwds[0]
+		for _, c := range cwds[1:] {
+			if c != j.cwd {
+				j.cwd = "?"
+			}
 		}
 	}
-	return false
+	if cl, w := j.effects(c.Args, bestArgv, in); cl > Safe && i >= 0 && cl > j.v.Commands[i].Class && j.v.Commands[i].Rule == "" {
+		j.v.Commands[i].Class, j.v.Commands[i].Why = cl, w
+	}
+	return out
+}
+
+// outputOf is what a judged command prints given its standard input.
+func (j *judge) outputOf(r res, in stream) stream {
+	switch {
+	case r.text != nil:
+		return stream{text: r.text}
+	case r.pass:
+		return in
+	case r.feeds:
+		return stream{fed: true}
+	case r.num:
+		return stream{num: true}
+	case r.quiet:
+		return stream{}
+	}
+	return stream{fed: in.fed}
 }
 
 // judgeArgv judges one argv: blocklist, wrappers, classification.
@@ -148,18 +231,38 @@ func (j *judge) judgeArgv(argv []arg, ctx *callCtx) res {
 		return r
 	}
 	name := argv[0]
-	if name.computed || name.glob {
+	p := j.pos(name.pos)
+	anyFed := false
+	for _, a := range argv {
+		anyFed = anyFed || a.fed
+	}
+	if name.hasHole() || name.glob {
 		r.worse(Dangerous, "command name is computed: "+name.val)
-		r.m.stdinCode = true
-		if ctx.in == stdinFed {
-			r.block(RuleDownloadToInterpreter, j.pos(name.pos), "downloaded or decoded data is piped into a command whose name is computed (%s)", name.val)
+		r.sink = true
+		if ctx.in.fed || anyFed {
+			r.block(RuleDownloadToInterpreter, p, "downloaded or decoded data reaches a command whose name is computed (%s)", name.val)
+			return r
 		}
+		j.possibleNames(name, argv, ctx, &r)
 		return r
+	}
+	if name.subst {
+		r.worse(Dangerous, "command name comes from a command substitution: "+shown(name.val))
+	}
+	if strings.Contains(name.val, "/dev/fd/63") {
+		// Running a process substitution's pipe as a program: what it is
+		// depends on how bash splits the word (<(a)>(b)).
+		r.worse(Dangerous, "runs a process substitution as a program")
+		j.runAnything()
 	}
 	base := name.val
 	relative := false
 	if strings.ContainsRune(base, '/') {
 		relative = !strings.HasPrefix(base, "/")
+		if j.fedFiles[cleanRel(base)] {
+			r.block(RuleDownloadToInterpreter, p, "runs %s, which the line wrote from downloaded or decoded data", base)
+			return r
+		}
 		base = path.Base(base)
 		if base == "." || base == ".." {
 			base = ""
@@ -169,184 +272,86 @@ func (j *judge) judgeArgv(argv []arg, ctx *callCtx) res {
 		r.worse(Dangerous, "empty command name")
 		return r
 	}
-	if relative {
-		r.worse(Dangerous, "runs a program by relative path: "+name.val)
+	if !utf8.ValidString(base) || strings.IndexFunc(base, func(c rune) bool { return c > 0x7e || c < 0x21 }) >= 0 {
+		r.worse(Dangerous, "command name with characters outside printable ASCII: "+fmt.Sprintf("%q", base))
+		return r
 	}
-	// Aliases and functions defined in the input are judged where they are called.
-	if v, ok := j.aliases[base]; ok && !relative && !j.calling["alias "+base] {
-		return j.callAlias(base, v, argv, r)
-	}
-	if f, ok := j.funcs[base]; ok && !relative && !j.calling[base] {
-		return j.callFunc(base, f, argv, r)
+	if !relative && !ctx.noFuncs {
+		if v, ok := j.aliases[base]; ok && !j.calling["alias "+base] {
+			j.callAlias(base, v, argv, ctx.in)
+		}
+		if f, ok := j.funcs[base]; ok && !j.calling[base] {
+			return j.callFunc(base, f, argv, ctx, r)
+		}
 	}
 	if done := j.wrapper(base, argv, ctx, &r); done {
 		return r
 	}
-	j.rules(base, argv, &r)
+	j.rules(base, argv, ctx, &r)
 	if r.rule != "" {
 		return r
 	}
-	class, why := j.classify(base, argv)
+	j.classify(base, argv, ctx, &r)
 	if relative {
-		class, why = Dangerous, "runs a program by relative path: "+name.val
+		r.worse(Dangerous, "runs a program by relative path: "+name.val)
 	}
-	r.worse(class, why)
-	j.pipeMeta(base, argv, ctx, &r)
+	j.streamMeta(base, argv, ctx, &r)
 	return r
 }
 
-// pipeMeta records whether the command downloads/decodes (feeds) or runs
-// code from its standard input, and blocks the second after the first.
-func (j *judge) pipeMeta(base string, argv []arg, ctx *callCtx, r *res) {
-	if isFeeder(base, argv) {
-		r.m.feeds = true
+// possibleNames applies the blocklist to every rule's command a name with
+// unknown parts could be (su$x, r*): the hole stands for any text.
+func (j *judge) possibleNames(name arg, argv []arg, ctx *callCtx, r *res) {
+	pat := strings.ReplaceAll(name.val, hole, "*")
+	pat = strings.ReplaceAll(pat, numHole, "*")
+	if i := strings.LastIndexByte(pat, '/'); i >= 0 {
+		pat = pat[i+1:]
 	}
-	switch {
-	case isInterpreter(base):
-		r.m.interpreter = true
-		stdinCode, _ := interpStdin(base, argv[1:])
-		r.m.stdinCode = stdinCode
-		if ctx.argsFeed {
-			r.block(RuleDownloadToInterpreter, j.pos(argv[0].pos), "%s runs downloaded or decoded data passed through a substitution", base)
-		}
-	case base == "source" || base == ".":
-		r.m.interpreter = true
-		if len(argv) > 1 && isStdinPath(argv[1].val) {
-			r.m.stdinCode = true
-		}
-		if ctx.argsFeed {
-			r.block(RuleDownloadToInterpreter, j.pos(argv[0].pos), "%s runs downloaded or decoded data passed through a substitution", base)
-		}
+	if strings.Trim(pat, "*") == "" {
+		return // no letter known: any command could be meant
 	}
-	if r.m.stdinCode && ctx.in == stdinFed {
-		r.block(RuleDownloadToInterpreter, j.pos(argv[0].pos), "downloaded or decoded data is piped into %s, which runs it", base)
+	g := parseComp(pat, !name.glob && !strings.Contains(name.val, hole) && !strings.Contains(name.val, numHole))
+	if name.glob || hasHole(name.val) {
+		g = parseComp(pat, false)
 	}
-	if base == "echo" || base == "printf" {
-		if t, ok := echoText(base, argv[1:]); ok {
-			r.echoed = &t
-		}
-	}
-	if code, ok := inlineArg(base, argv[1:]); ok {
-		j.lenient++
-		j.inlineCode(code, argv[0].pos)
-		j.lenient--
-	}
-}
-
-// inlineArg returns the inline program of an interpreter (-c, -e …) or awk.
-func inlineArg(base string, args []arg) (string, bool) {
-	switch base {
-	case "awk", "gawk", "mawk", "nawk":
-		return firstOperand(args, "fvF")
-	}
-	if !isInterpreter(base) {
-		return "", false
-	}
-	for k, a := range args {
-		switch a.val {
-		case "-c", "-e", "-E", "--eval", "-p", "--print", "-r":
-			if k+1 < len(args) && !args[k+1].computed {
-				return args[k+1].val, true
+	for _, cand := range ruleNames() {
+		if compsMeet(g, parseComp(cand, true), true) {
+			inner := append([]arg{{val: cand, pos: name.pos}}, argv[1:]...)
+			var r2 res
+			if privileged[cand] || wrapperBlocked(cand) {
+				j.wrapper(cand, inner, ctx, &r2)
+			}
+			j.rules(cand, inner, ctx, &r2)
+			if r2.rule != "" {
+				r.block(r2.rule, r2.rpos, "%s could be %s: %s", name.val, cand, r2.reason)
+				return
 			}
 		}
 	}
-	return "", false
 }
 
-func isStdinPath(s string) bool {
-	switch s {
-	case "-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
-		return true
-	}
-	return strings.HasPrefix(s, "/dev/fd/") || strings.HasPrefix(s, "/proc/")
-}
-
-// interpStdin reports whether an interpreter reads its program from
-// standard input, and whether it was given one inline (-c, -e, -m …).
-func interpStdin(base string, args []arg) (stdinCode, inline bool) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a.computed {
-			return true, false
-		}
-		v := a.val
-		if v == "-" {
-			return true, false
-		}
-		if v == "--" {
-			if i+1 < len(args) {
-				return isStdinPath(args[i+1].val), false
-			}
-			return true, false
-		}
-		if !strings.HasPrefix(v, "-") {
-			if base == "deno" || base == "bun" {
-				continue // subcommands
-			}
-			return isStdinPath(v), false
-		}
-		switch {
-		case v == "-e" || v == "-E" || v == "--eval" || v == "-p" || v == "--print" || v == "-r" && strings.HasPrefix(base, "php"):
-			return false, true
-		case v == "-m" || strings.HasPrefix(base, "python") && strings.HasSuffix(v, "c") && !strings.HasPrefix(v, "--"):
-			return false, true
-		case strings.HasPrefix(base, "perl") && (strings.ContainsAny(v[1:], "eE")) && !strings.HasPrefix(v, "--"):
-			return false, true
-		case v == "-c" || v == "--command":
-			return false, true
-		case v == "-W" || v == "-X" || v == "-I" && !strings.HasPrefix(base, "perl") || v == "--require" || v == "--import" || v == "-f" && strings.HasPrefix(base, "php"):
-			if v == "-f" && i+1 < len(args) {
-				return isStdinPath(args[i+1].val), false
-			}
-			i++
-		}
-	}
-	return true, false
-}
-
-// echoText is the text echo or printf writes, when it is plain.
-func echoText(base string, args []arg) (string, bool) {
-	var words []string
-	opts := base == "echo"
-	if base == "printf" && len(args) == 2 && !args[1].computed && (args[0].val == "%s" || args[0].val == `%s\n`) {
-		return args[1].val, true
-	}
-	for _, a := range args {
-		if a.computed {
-			return "", false
-		}
-		if opts && (a.val == "-n" || a.val == "-E") {
-			continue
-		}
-		opts = false
-		if strings.ContainsAny(a.val, `\%`) || a.val == "-e" {
-			return "", false
-		}
-		words = append(words, a.val)
-	}
-	if base == "printf" && len(words) > 1 {
-		return "", false
-	}
-	return strings.Join(words, " "), true
-}
-
-// callAlias judges a call of an alias defined in the input as its expansion.
-func (j *judge) callAlias(name, value string, argv []arg, r res) res {
+// callAlias judges the expansion of an alias defined in the line. Bash
+// expands aliases in a non-interactive shell only after shopt -s
+// expand_aliases, and only on later lines, so the command is judged both
+// as the alias and as itself.
+func (j *judge) callAlias(name, value string, argv []arg, in stream) {
 	text := value
 	for _, a := range argv[1:] {
 		text += " " + quoteArg(a)
 	}
 	j.enter("alias " + name)
-	j.nestedString(text, argv[0].pos)
+	j.nestedString(text, argv[0].pos, in)
 	j.leave("alias " + name)
-	r.worse(Safe, "alias "+name+"; its expansion is judged")
-	return r
 }
 
 // callFunc judges the body of a function defined in the input again, with
-// the call's arguments as its positional parameters.
-func (j *judge) callFunc(name string, f *syntax.FuncDecl, argv []arg, r res) res {
-	saved := j.bindPositional(argv)
+// the call's arguments as its positional parameters. The body runs in the
+// caller's shell: what it assigns may persist (merged with the state before
+// the call, since local variables and early returns are not followed).
+func (j *judge) callFunc(name string, f *syntax.FuncDecl, argv []arg, ctx *callCtx, r res) res {
+	before := j.sc.clone()
+	saveCwd := j.cwd
+	j.bindPositional(argv)
 	j.enter(name)
 	saveBase, saveInner := j.base, j.inner
 	j.base, j.inner = j.pos(argv[0].pos), true
@@ -354,12 +359,24 @@ func (j *judge) callFunc(name string, f *syntax.FuncDecl, argv []arg, r res) res
 	if j.depth > MaxDepth {
 		j.v.block(RuleTooComplex, fmt.Sprintf("function calls nested more than %d levels deep", MaxDepth), j.base)
 	} else {
-		j.stmt(f.Body, stdinNone)
+		out := j.stmt(f.Body, ctx.in)
+		if out.fed {
+			r.feeds = true
+		}
 	}
 	j.depth--
 	j.base, j.inner = saveBase, saveInner
 	j.leave(name)
-	j.restorePositional(saved)
+	for _, n := range positionalNames {
+		delete(j.sc.m, n)
+		if v, ok := before.m[n]; ok {
+			j.sc.m[n] = v
+		}
+	}
+	j.merge(before)
+	if j.cwd != saveCwd {
+		j.cwd = "?"
+	}
 	r.worse(Safe, "calls function "+name+"; its body is judged with these arguments")
 	return r
 }
@@ -373,62 +390,8 @@ func (j *judge) enter(name string) {
 
 func (j *judge) leave(name string) { delete(j.calling, name) }
 
-var positionalNames = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "@", "*", "#"}
-
-// bindPositional sets $0… from argv (argv[0] is $0); it returns the old values.
-func (j *judge) bindPositional(argv []arg) map[string]*varInfo {
-	saved := map[string]*varInfo{}
-	for _, n := range positionalNames {
-		saved[n] = j.vars[n]
-		delete(j.vars, n)
-	}
-	all := &varInfo{list: true}
-	for k, a := range argv {
-		vi := &varInfo{vals: []string{a.val}}
-		if a.computed {
-			vi = &varInfo{unknown: true}
-			all.unknown = true
-		}
-		if k < 10 {
-			j.vars[strconv.Itoa(k)] = vi
-		}
-		if k > 0 && !a.computed {
-			all.vals = append(all.vals, a.val)
-		}
-	}
-	if all.unknown {
-		all = &varInfo{unknown: true}
-	}
-	j.vars["@"], j.vars["*"] = all, all
-	j.vars["#"] = &varInfo{vals: []string{strconv.Itoa(max(len(argv)-1, 0))}}
-	return saved
-}
-
-func (j *judge) restorePositional(saved map[string]*varInfo) {
-	for n, vi := range saved {
-		if vi == nil {
-			delete(j.vars, n)
-		} else {
-			j.vars[n] = vi
-		}
-	}
-}
-
-// nestedString parses and judges a string the command hands to a shell.
-func (j *judge) nestedString(s string, p syntax.Pos) {
-	j.depth++
-	saveSubst := j.subst
-	j.subst = 0
-	j.judgeString(s, j.pos(p), true)
-	j.subst = saveSubst
-	j.depth--
-}
-
 // quoteArg writes a resolved word back as shell text.
 func quoteArg(a arg) string {
-	if a.computed {
-		return a.val
-	}
 	return "'" + strings.ReplaceAll(a.val, "'", `'\''`) + "'"
 }
 
@@ -436,34 +399,15 @@ func quoteArg(a arg) string {
 var harmlessEnv = map[string]bool{
 	"LANG": true, "LANGUAGE": true, "TZ": true, "NO_COLOR": true, "CLICOLOR": true,
 	"CLICOLOR_FORCE": true, "FORCE_COLOR": true, "COLUMNS": true, "LINES": true, "TERM": true,
-	"CI": true, "GOFLAGS": false, "CGO_ENABLED": true, "GOOS": true, "GOARCH": true, "RUST_BACKTRACE": true,
+	"CI": true, "CGO_ENABLED": true, "GOOS": true, "GOARCH": true, "RUST_BACKTRACE": true,
 	"PYTHONDONTWRITEBYTECODE": true, "PYTHONUNBUFFERED": true, "NODE_ENV": true, "DEBUG": true, "VERBOSE": true,
 }
 
 // shellSensitive are shell variables that change how later commands run.
 var shellSensitive = map[string]bool{
-	"PATH": true, "IFS": true, "BASH_ENV": true, "ENV": true, "PS4": true, "PROMPT_COMMAND": true,
+	"PATH": true, "IFS": true, "BASH_ENV": true, "ENV": true,
 	"SHELLOPTS": true, "BASHOPTS": true, "GLOBIGNORE": true, "CDPATH": true, "HOME": true,
 	"BASH_LOADABLES_PATH": true, "EXECIGNORE": true, "FPATH": true, "HISTFILE": true, "BASH_XTRACEFD": true,
-	"PS0": true, "PS1": true, "PS2": true, "PS3": true,
-}
-
-// assignClass judges NAME=value. exported is true when the variable reaches
-// a command's environment (a prefix assignment, export, env NAME=…).
-func (j *judge) assignClass(name string, a *syntax.Assign, exported bool) (Class, string) {
-	if a != nil && a.Value != nil {
-		if v, ok := j.staticWord(a.Value); ok && (strings.Contains(v, "$(") || strings.Contains(v, "`")) {
-			return Dangerous, fmt.Sprintf("assigns shell code to %s (it can run when expanded)", name)
-		}
-	}
-	if harmlessEnv[name] || strings.HasPrefix(name, "LC_") {
-		return Safe, "sets " + name
-	}
-	if exported {
-		return Dangerous, fmt.Sprintf("sets environment variable %s for the command (it can change what the command runs)", name)
-	}
-	if shellSensitive[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "BASH_FUNC_") {
-		return Dangerous, fmt.Sprintf("sets %s, which changes how the shell runs commands", name)
-	}
-	return Safe, "sets shell variable " + name
+	"BASH_COMPAT": true, "POSIXLY_CORRECT": true,
+	"TMOUT": true, "INPUTRC": true, "PWD": true, "OLDPWD": true,
 }

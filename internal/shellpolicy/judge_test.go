@@ -103,6 +103,7 @@ func TestLimits(t *testing.T) {
 		{"depth", nested(MaxDepth + 2), RuleTooComplex},
 		{"wrappers", strings.Repeat("nice ", maxWrappers+2) + "ls", RuleTooComplex},
 		{"fanout", "f(){ g;g;g;g; }; g(){ h;h;h;h; }; h(){ i;i;i;i; }; i(){ k;k;k;k; }; k(){ m;m;m;m; }; m(){ n;n;n;n; }; n(){ o;o;o;o; }; o(){ p;p;p;p; }; p(){ ls;ls;ls;ls; }; f", RuleTooComplex},
+		{"nested loops", strings.Repeat("for a in 1; do ", 40) + "ls" + strings.Repeat("; done", 40), RuleTooComplex},
 	} {
 		v := Judge(tc.cmd, nil)
 		if !v.Blocked || v.Rule != tc.rule {

@@ -83,18 +83,41 @@ const (
 )
 
 // Options adds the user's configuration to the built-in policy. A nil
-// *Options is the built-in policy alone. Nothing in Options can remove a
-// built-in blocklist rule.
+// *Options is the built-in policy alone, for a command whose environment
+// warden does not control. Nothing in Options can remove a built-in
+// blocklist rule.
 type Options struct {
 	// SafeCommands and DevCommands add word sequences ("git status",
 	// "make lint"); an entry matches a command whose argv starts with its
 	// words. A trailing "$" word ("git branch $") matches only the exact argv.
+	// A user's safe entry still loses Safe for a path outside the
+	// workspace or a masked name, like the built-in ones.
 	SafeCommands []string
 	DevCommands  []string
 	// BlockedPatterns are the user's RE2 patterns, matched against the raw
 	// command and against each simple command (its text and its argv joined
 	// by spaces). Compile them with CompilePatterns.
 	BlockedPatterns []*regexp.Regexp
+	// EnvKnown names the environment variables the command may find set
+	// when it runs: warden clears a command's environment down to an
+	// allowlist (internal/command.Environ, the jail's JailEnv), and callers
+	// pass the names of that allowlist. A name the line does not assign,
+	// that bash does not set itself and that is not listed is empty when
+	// the line runs, and is judged so (${x:-w} is w). A listed name may
+	// hold anything. A nil EnvKnown means warden does not control the
+	// environment (another program runs the line): every name the line does
+	// not assign may hold anything.
+	EnvKnown []string
+	// Mask adds doublestar patterns of masked workspace paths
+	// (security.mask, sandbox.mask) to the built-in ones (DefaultMask). A
+	// safe command may not read a name a mask hides, matched
+	// case-insensitively, nor use a glob that could match one.
+	Mask []string
+	// Jailed says the line runs in the workspace's jail, where masked paths
+	// are covered by mounts. It relaxes the mask checks only (see the
+	// package documentation): paths outside the workspace, other processes'
+	// environments and git's history are judged as on the host.
+	Jailed bool
 }
 
 // CompilePatterns compiles the user's blocked_patterns.
@@ -144,6 +167,11 @@ type Simple struct {
 	// Depth is 0 for commands written in the input, n for commands inside n
 	// levels of re-parsed strings (sh -c, eval, function bodies at a call).
 	Depth int `json:"depth"`
+	// Dialect names the shell whose reading of a re-parsed string this
+	// command comes from ("dash", "bash", "mksh", "zsh"), when readings
+	// differ: sh -c STRING is judged as dash and as bash would run it, and
+	// both lists are kept when they differ.
+	Dialect string `json:"dialect,omitempty"`
 }
 
 // Verdict is the judgement of one command line.
@@ -159,6 +187,21 @@ type Verdict struct {
 	Pos        Position `json:"pos"`
 	Commands   []Simple `json:"commands"`
 	ParseError string   `json:"parse_error,omitempty"`
+
+	// runs records every argv judged, with its depth and dialect, for the
+	// differential tests that compare it with what real shells execute.
+	runs []judgedRun
+}
+
+// judgedRun is one argv the judge resolved (holes are unknown text).
+type judgedRun struct {
+	argv []string
+	glob []bool // the word has unquoted glob characters
+	// anything: code the judge cannot see runs here (eval of an unknown
+	// string, a script): any command may follow.
+	anything bool
+	depth    int
+	dialect  string
 }
 
 // Err returns a *PolicyError when the command is blocked, else nil.

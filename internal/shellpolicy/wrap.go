@@ -1,17 +1,16 @@
 package shellpolicy
 
 import (
-	"regexp"
 	"strings"
-
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/syntax"
 )
 
-// privileged commands run something as another user: blocked outright.
+// privileged commands run something as another user, or hand it to the
+// service manager outside warden's control: blocked outright.
 var privileged = map[string]bool{
 	"sudo": true, "sudoedit": true, "su": true, "doas": true, "pkexec": true, "run0": true,
 	"runuser": true, "sg": true, "newgrp": true, "ksu": true, "calife": true, "setpriv": true,
+	"systemd-run": true, "gosu": true, "su-exec": true, "setuidgid": true, "s6-setuidgid": true,
+	"chpst": true, "capsh": true, "systemd-nspawn": true,
 }
 
 // optSpec describes a wrapper's options, GNU getopt style.
@@ -27,7 +26,7 @@ func skipOpts(args []arg, sp optSpec) (idx int, opts []string, ok bool) {
 	i := 0
 	for i < len(args) {
 		a := args[i]
-		if a.computed {
+		if a.hasHole() {
 			return -1, opts, false
 		}
 		v := a.val
@@ -97,74 +96,74 @@ var wrapperSpecs = map[string]optSpec{
 	"command":  {},
 	"xargs": {withArg: "aEILnPsd", long: map[string]bool{"arg-file": true, "delimiter": true, "max-args": true,
 		"max-procs": true, "max-lines": true, "max-chars": true, "process-slot-var": true}},
-	"strace":  {withArg: "oepsuEabIOPSXU"},
-	"ltrace":  {withArg: "oepsuEabIOPSXUnAD"},
-	"chroot":  {long: map[string]bool{"userspec": true, "groups": true}, positional: 1},
-	"unshare": {withArg: "SGRwl"},
-	"nsenter": {withArg: "tSGrwe", long: map[string]bool{"target": true, "setuid": true, "setgid": true}},
-	"watch":   {withArg: "nq", long: map[string]bool{"interval": true}},
-	"flock":   {withArg: "wE", long: map[string]bool{"timeout": true, "conflict-exit-code": true}, positional: 1},
+	"strace":      {withArg: "oepsuEabIOPSXU"},
+	"ltrace":      {withArg: "oepsuEabIOPSXUnAD"},
+	"chroot":      {long: map[string]bool{"userspec": true, "groups": true}, positional: 1},
+	"unshare":     {withArg: "SGRwl"},
+	"nsenter":     {withArg: "tSGrwe", long: map[string]bool{"target": true, "setuid": true, "setgid": true}},
+	"watch":       {withArg: "nq", long: map[string]bool{"interval": true}},
+	"flock":       {withArg: "wE", long: map[string]bool{"timeout": true, "conflict-exit-code": true}, positional: 1},
+	"firejail":    {},
+	"catchsegv":   {},
+	"valgrind":    {},
+	"faketime":    {positional: 1},
+	"proxychains": {withArg: "f"},
+	"torsocks":    {},
 }
 
 // maxWrappers bounds wrappers around one command (nice nice nice …).
 const maxWrappers = 64
 
-// wrapper handles commands that run another command. It reports whether
-// it fully judged argv (r is then the judgement).
+// wrapper handles commands that run another command or code. It reports
+// whether it fully judged argv (r is then the judgement).
 func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 	args := argv[1:]
 	p := j.pos(argv[0].pos)
 	if privileged[base] {
-		r.block(RulePrivilegeEscalation, p, "%s runs commands as another user", base)
+		r.block(RulePrivilegeEscalation, p, "%s runs commands as another user or outside warden's control", base)
 		return true
 	}
-	if shells[base] {
+	if base == "machinectl" && len(args) > 0 && (args[0].val == "shell" || args[0].val == "login") {
+		r.block(RulePrivilegeEscalation, p, "machinectl %s opens a shell as another user", args[0].val)
+		return true
+	}
+	if _, ok := shellDialects[base]; ok {
 		j.shellWrapper(base, argv, ctx, r)
 		return true
 	}
 	switch base {
 	case "eval":
-		var parts []string
-		for _, a := range args {
-			if a.computed {
-				r.worse(Dangerous, "eval of a computed string: "+a.val)
-				if ctx.argsFeed {
-					r.block(RuleDownloadToInterpreter, p, "eval runs downloaded or decoded data")
-				}
-				return true
-			}
-			parts = append(parts, a.val)
-		}
-		if len(parts) > 0 {
-			j.nestedString(strings.Join(parts, " "), argv[0].pos)
-		}
-		r.worse(Safe, "eval: the string is judged")
+		return j.evalWrapper(argv, ctx, r)
+	case "source", ".":
+		j.sourceWrapper(base, argv, ctx, r)
 		return true
 	case "trap":
-		if len(args) >= 2 && !args[0].computed && args[0].val != "-" && !isFD(args[0].val) {
-			j.nestedString(args[0].val, args[0].pos)
-		} else if len(args) >= 2 && args[0].computed {
-			r.worse(Dangerous, "trap with a computed command")
-			return true
-		}
-		r.worse(Safe, "trap: the handler is judged")
+		j.trapWrapper(argv, r)
 		return true
 	case "env":
 		return j.envWrapper(argv, ctx, r, 0)
-	case "busybox":
-		if len(args) == 0 || args[0].val == "--list" || args[0].val == "--help" {
-			r.worse(Safe, "busybox lists its applets")
+	case "busybox", "toybox":
+		if len(args) == 0 || args[0].val == "--list" || args[0].val == "--help" || args[0].val == "--version" {
+			r.worse(Safe, base+" lists its applets")
 			return true
 		}
-		if args[0].computed || strings.HasPrefix(args[0].val, "-") {
-			r.worse(Dangerous, "busybox "+args[0].val)
+		if args[0].hasHole() || strings.HasPrefix(args[0].val, "-") {
+			r.worse(Dangerous, base+" "+args[0].val)
+			r.sink = true
 			return true
 		}
 		j.wrapInner(base, args, ctx, r, Safe, "")
 		return true
-	case "find":
-		j.findExec(argv, r)
+	case "declare", "typeset", "export", "readonly", "local":
+		j.declArgv(base, argv, r)
+		return true
+	case "mapfile", "readarray", "compgen":
+		j.callbackWrapper(base, argv, r)
 		return false
+	case "script":
+		return j.scriptWrapper(argv, ctx, r)
+	case "xargs":
+		return j.xargsWrapper(argv, ctx, r)
 	}
 	sp, ok := wrapperSpecs[base]
 	if !ok {
@@ -177,16 +176,21 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 	idx, opts, ok := skipOpts(args, sp)
 	if !ok {
 		r.worse(Dangerous, base+" with computed options")
-		r.m.stdinCode = true
+		r.sink = true
 		return true
 	}
 	floor, floorWhy := Safe, ""
+	noFuncs := false
 	switch base {
 	case "command":
 		if hasOpt(opts, "-v", "-V") {
 			r.worse(Safe, "command -v looks a command up")
+			r.quiet = true
 			return true
 		}
+		noFuncs = true
+	case "builtin":
+		noFuncs = true
 	case "ionice":
 		if hasOpt(opts, "-p", "-P", "-u", "--pid", "--pgid", "--uid") {
 			return false
@@ -199,13 +203,7 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 		if hasOpt(opts, "-o", "--output") {
 			floor, floorWhy = Dangerous, "time -o writes a file"
 		}
-	case "xargs":
-		floor, floorWhy = Dangerous, "xargs adds arguments read from its input"
-		if idx < 0 {
-			r.worse(Safe, "xargs echoes its input")
-			return true
-		}
-	case "strace", "ltrace", "chroot", "unshare", "nsenter":
+	case "strace", "ltrace", "chroot", "unshare", "nsenter", "firejail", "valgrind", "faketime", "proxychains", "torsocks":
 		floor, floorWhy = Dangerous, base+" runs a command in a changed environment"
 		if idx < 0 || hasOpt(opts, "-p") && base != "unshare" && base != "nsenter" {
 			r.worse(Dangerous, base+" without a command")
@@ -218,24 +216,24 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 		if !hasOpt(opts, "-x", "--exec") {
 			var parts []string
 			for _, a := range args[idx:] {
-				if a.computed {
+				if a.hasHole() {
 					r.worse(Dangerous, "watch with a computed command")
 					return true
 				}
 				parts = append(parts, a.val)
 			}
-			j.nestedString(strings.Join(parts, " "), args[idx].pos)
+			j.shellString(strings.Join(parts, " "), args[idx].pos, shellDialects["sh"].langs, nil, stream{})
 			r.worse(Safe, "watch: the command is judged")
 			return true
 		}
 	case "flock":
 		for k, a := range args {
 			if (a.val == "-c" || a.val == "--command") && k+1 < len(args) {
-				if args[k+1].computed {
+				if args[k+1].hasHole() {
 					r.worse(Dangerous, "flock -c with a computed command")
 					return true
 				}
-				j.nestedString(args[k+1].val, args[k+1].pos)
+				j.shellString(args[k+1].val, args[k+1].pos, shellDialects["sh"].langs, nil, ctx.in)
 				r.worse(Safe, "flock -c: the command is judged")
 				return true
 			}
@@ -244,21 +242,21 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 	if idx < 0 {
 		if base == "exec" {
 			r.worse(Safe, "exec without a command only applies redirections")
+			r.quiet = true
 			return true
 		}
 		return false
 	}
 	j.wrapDepth++
-	j.wrapInner(base, args[idx:], ctx, r, floor, floorWhy)
+	inner := &callCtx{stmt: ctx.stmt, in: ctx.in, noFuncs: noFuncs}
+	j.wrapInner(base, args[idx:], inner, r, floor, floorWhy)
 	j.wrapDepth--
-	if base == "xargs" && ctx.in == stdinFed && r.m.interpreter && r.rule == "" {
-		r.block(RuleDownloadToInterpreter, p, "xargs hands downloaded or decoded data to %s", args[idx].val)
-	}
 	return true
 }
 
 // wrapInner judges the command a wrapper runs and merges the judgement.
 func (j *judge) wrapInner(base string, inner []arg, ctx *callCtx, r *res, floor Class, floorWhy string) {
+	j.run(inner)
 	r2 := j.judgeArgv(inner, ctx)
 	prevClass, prevWhy := r.class, r.why
 	*r = r2
@@ -271,316 +269,270 @@ func (j *judge) wrapInner(base string, inner []arg, ctx *callCtx, r *res, floor 
 	}
 }
 
-// shellWrapper judges sh/bash/… : -c STRING is parsed and judged; a
-// script file is dangerous; commands from standard input are judged when
-// they are a static heredoc, else dangerous.
-func (j *judge) shellWrapper(base string, argv []arg, ctx *callCtx, r *res) {
-	args := argv[1:]
+// evalWrapper judges eval: its arguments, joined, are code in this shell.
+func (j *judge) evalWrapper(argv []arg, ctx *callCtx, r *res) bool {
 	p := j.pos(argv[0].pos)
-	cmode, smode := false, false
-	i := 0
-loop:
-	for i < len(args) {
-		a := args[i]
-		if a.computed {
-			r.worse(Dangerous, base+" with computed options: "+a.val)
-			r.m.stdinCode, r.m.shell = true, true
-			if ctx.in == stdinFed || ctx.argsFeed {
-				r.block(RuleDownloadToInterpreter, p, "downloaded or decoded data reaches %s", base)
-			}
-			return
-		}
-		v := a.val
-		switch {
-		case v == "--" || v == "-":
-			i++
-			break loop
-		case strings.HasPrefix(v, "--"):
-			if v == "--rcfile" || v == "--init-file" {
-				i++
-			}
-			i++
-		case len(v) > 1 && (v[0] == '-' || v[0] == '+'):
-			for _, ch := range v[1:] {
-				switch ch {
-				case 'c':
-					cmode = true
-				case 's':
-					smode = true
-				case 'o', 'O':
-					i++
-				}
-			}
-			i++
-		default:
-			break loop
-		}
-	}
-	ops := args[min(i, len(args)):]
-	r.m.interpreter = true
-	if ctx.argsFeed {
-		r.block(RuleDownloadToInterpreter, p, "%s runs downloaded or decoded data passed through a substitution", base)
-	}
-	switch {
-	case cmode:
-		if len(ops) == 0 {
-			r.worse(Dangerous, base+" -c without a command string")
-			return
-		}
-		if ops[0].computed {
-			r.worse(Dangerous, base+" -c runs a computed string: "+ops[0].val)
-			return
-		}
-		pos := ops[1:]
-		if len(pos) == 0 {
-			pos = argv[:1]
-		}
-		saved := j.bindPositional(pos)
-		j.nestedString(ops[0].val, ops[0].pos)
-		j.restorePositional(saved)
-		r.worse(Safe, base+" -c: the command string is judged")
-	case len(ops) > 0 && !smode:
-		if isStdinPath(ops[0].val) {
-			r.m.stdinCode, r.m.shell = true, true
-			r.worse(Dangerous, base+" runs commands read from its standard input")
-		} else {
-			r.worse(Dangerous, base+" runs script "+ops[0].val)
-		}
-	default:
-		r.m.stdinCode, r.m.shell = true, true
-		if body, ok := j.stdinDoc(ctx.stmt); ok {
-			j.nestedString(body, argv[0].pos)
-			r.worse(Safe, base+" reads commands from a heredoc; they are judged")
-		} else {
-			r.worse(Dangerous, base+" runs commands read from its standard input")
-		}
-	}
-	if r.m.stdinCode && ctx.in == stdinFed {
-		r.block(RuleDownloadToInterpreter, p, "downloaded or decoded data is piped into %s, which runs it", base)
-	}
-}
-
-// stdinDoc returns the static text of the heredoc or here-string that is
-// the statement's standard input.
-func (j *judge) stdinDoc(s *syntax.Stmt) (string, bool) {
-	if s == nil {
-		return "", false
-	}
-	var last *syntax.Redirect
-	for _, r := range s.Redirs {
-		if isInput(r.Op) && (r.N == nil || r.N.Value == "0") {
-			last = r
-		}
-	}
-	if last == nil {
-		return "", false
-	}
-	var w *syntax.Word
-	switch last.Op {
-	case syntax.Hdoc, syntax.DashHdoc:
-		w = last.Hdoc
-		if w == nil {
-			return "", true
-		}
-	case syntax.WordHdoc:
-		w = last.Word
-	default:
-		return "", false
-	}
-	refs := map[string]bool{}
-	if !wordRefs(w, refs) || len(refs) > 0 {
-		return "", false
-	}
-	s2, err := expand.Document(&expand.Config{Env: env{}, NoUnset: true}, w)
-	if err != nil {
-		return "", false
-	}
-	return s2, true
-}
-
-// envWrapper judges env [OPTION]… [NAME=VALUE]… [COMMAND [ARG]…].
-func (j *judge) envWrapper(argv []arg, ctx *callCtx, r *res, depth int) bool {
-	args := argv[1:]
-	p := j.pos(argv[0].pos)
-	if depth > MaxDepth {
-		r.block(RuleTooComplex, p, "env -S nested more than %d levels", MaxDepth)
-		return true
-	}
-	i := 0
-opts:
-	for i < len(args) {
-		a := args[i]
-		if a.computed {
-			r.worse(Dangerous, "env with computed arguments: "+a.val)
-			r.m.stdinCode = true
+	var parts []string
+	for _, a := range argv[1:] {
+		if a.fed {
+			r.block(RuleDownloadToInterpreter, p, "eval runs downloaded or decoded data")
 			return true
 		}
-		v := a.val
-		var split string
-		switch {
-		case v == "--":
-			i++
-			break opts
-		case v == "-":
-			i++
-		case v == "-S" || v == "--split-string":
-			if i+1 >= len(args) || args[i+1].computed {
-				r.worse(Dangerous, "env -S with a computed string")
-				return true
-			}
-			split = args[i+1].val
-			i += 2
-		case strings.HasPrefix(v, "--split-string="):
-			split = strings.TrimPrefix(v, "--split-string=")
-			i++
-		case v == "-u" || v == "--unset" || v == "-C" || v == "--chdir":
-			i += 2
-		case strings.HasPrefix(v, "--"):
-			i++
-		case len(v) > 1 && v[0] == '-':
-			// a cluster: -i, -0, -v take nothing; u, C, S take the rest or the next word
-			for c := 1; c < len(v); c++ {
-				switch v[c] {
-				case 'u', 'C':
-					if c == len(v)-1 {
-						i++
-					}
-					c = len(v)
-				case 'S':
-					if c == len(v)-1 {
-						if i+1 >= len(args) || args[i+1].computed {
-							r.worse(Dangerous, "env -S with a computed string")
-							return true
-						}
-						split = args[i+1].val
-						i++
-					} else {
-						split = v[c+1:]
-					}
-					c = len(v)
-				}
-			}
-			i++
-		default:
-			break opts
+		if strings.Contains(a.val, hole) {
+			r.worse(Dangerous, "eval of a string computed at run time: "+shown(a.val))
+			r.sink = true
+			j.runAnything()
 		}
-		if split != "" {
-			words, ok := j.splitWords(split, argv[0].pos)
-			if !ok {
-				r.worse(Dangerous, "env -S string that cannot be judged: "+split)
-				return true
-			}
-			next := append(append([]arg{argv[0]}, words...), args[i:]...)
-			return j.envWrapper(next, ctx, r, depth+1)
-		}
+		parts = append(parts, a.val)
 	}
-	for i < len(args) {
-		v := args[i].val
-		k := strings.IndexByte(v, '=')
-		if args[i].computed || k <= 0 || !isName(v[:k]) {
-			break
-		}
-		cl, why := j.assignClass(v[:k], nil, true)
-		r.worse(cl, why)
-		i++
-	}
-	if i >= len(args) {
-		r.worse(Safe, "env prints the environment")
+	if r.class == Dangerous {
 		return true
 	}
-	j.wrapInner("env", args[i:], ctx, r, Safe, "")
+	if len(parts) > 0 {
+		j.nestedString(strings.Join(parts, " "), argv[0].pos, ctx.in)
+	}
+	r.worse(Safe, "eval: the string is judged")
 	return true
 }
 
-// splitWords splits an env -S string into words the way a shell would.
-func (j *judge) splitWords(s string, p syntax.Pos) ([]arg, bool) {
-	var words []*syntax.Word
-	parser := syntax.NewParser(syntax.Variant(syntax.LangBash))
-	for w, err := range parser.WordsSeq(strings.NewReader(s)) {
-		if err != nil {
-			return nil, false
+// sourceWrapper judges source FILE and . FILE.
+func (j *judge) sourceWrapper(base string, argv []arg, ctx *callCtx, r *res) {
+	p := j.pos(argv[0].pos)
+	if len(argv) < 2 {
+		r.worse(Dev, base+" without a file")
+		return
+	}
+	f := argv[1]
+	switch {
+	case f.proc != nil && f.proc.text != nil && !f.fed:
+		j.nestedString(*f.proc.text, f.pos, ctx.in)
+		r.worse(Safe, base+" runs known text; it is judged")
+	case f.fed || j.fedFiles[cleanRel(f.val)]:
+		r.block(RuleDownloadToInterpreter, p, "%s runs downloaded or decoded data", base)
+	case isStdinPath(f.val):
+		r.sink = true
+		r.worse(Dangerous, base+" runs commands read from its standard input")
+		if ctx.in.fed {
+			r.block(RuleDownloadToInterpreter, p, "downloaded or decoded data is piped into %s %s, which runs it", base, f.val)
+		} else if ctx.in.text != nil {
+			j.nestedString(*ctx.in.text, argv[0].pos, stream{})
 		}
-		words = append(words, w)
+	case f.hasHole():
+		r.worse(Dangerous, base+" runs a file named at run time")
+		j.runAnything()
+	default:
+		r.worse(Dangerous, base+" runs script "+f.val)
+		j.runAnything()
 	}
-	saveSrc := j.src
-	j.src = s
-	vs := j.resolve(words)
-	j.src = saveSrc
-	if len(vs) != 1 {
-		return nil, false
-	}
-	out := vs[0]
-	for k := range out {
-		if out[k].computed {
-			return nil, false
-		}
-		out[k].pos = p
-	}
-	return out, true
 }
 
-// findExec judges the commands find runs (-exec, -execdir, -ok, -okdir),
-// with {} replaced by each starting point.
-func (j *judge) findExec(argv []arg, r *res) {
+// trapWrapper judges trap: the handler is code run later in this shell.
+func (j *judge) trapWrapper(argv []arg, r *res) {
 	args := argv[1:]
-	var starts []string
-	k := 0
-	for ; k < len(args); k++ {
-		v := args[k].val
-		if v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-D") || strings.HasPrefix(v, "-O") {
-			continue
-		}
-		if strings.HasPrefix(v, "-") || v == "(" || v == "!" || v == "," {
-			break
-		}
-		starts = append(starts, v)
+	if len(args) > 0 && (args[0].val == "-p" || args[0].val == "-l" || args[0].val == "--") {
+		args = args[1:]
 	}
-	if len(starts) == 0 {
-		starts = []string{"."}
+	if len(args) >= 2 && args[0].val != "-" && !isDigits(args[0].val) {
+		h := args[0]
+		switch {
+		case h.fed:
+			r.block(RuleDownloadToInterpreter, j.pos(h.pos), "trap runs downloaded or decoded data")
+			return
+		case h.hasHole():
+			r.worse(Dangerous, "trap with a handler computed at run time")
+			return
+		}
+		j.nestedString(h.val, h.pos, stream{})
 	}
-	for ; k < len(args); k++ {
-		switch args[k].val {
-		case "-exec", "-execdir", "-ok", "-okdir":
-		default:
-			continue
-		}
-		dir := strings.HasSuffix(args[k].val, "dir")
-		e := k + 1
-		for e < len(args) && args[e].val != ";" && args[e].val != "+" {
-			e++
-		}
-		cmd := args[k+1 : e]
-		k = e
-		if len(cmd) == 0 {
-			continue
-		}
-		for _, st := range starts {
-			inner := make([]arg, len(cmd))
-			for x, a := range cmd {
-				inner[x] = a
-				if !dir && !a.computed {
-					inner[x].val = strings.ReplaceAll(a.val, "{}", st)
+	r.worse(Safe, "trap: the handler is judged")
+	r.quiet = true
+}
+
+// callbackWrapper judges mapfile -C and compgen -C/-F: code run now.
+func (j *judge) callbackWrapper(base string, argv []arg, r *res) {
+	for k, a := range argv[1:] {
+		if (a.val == "-C" || a.val == "-F") && k+2 < len(argv) {
+			cb := argv[k+2]
+			switch {
+			case cb.fed:
+				r.block(RuleDownloadToInterpreter, j.pos(cb.pos), "%s runs downloaded or decoded data", base)
+			case cb.hasHole():
+				r.worse(Dangerous, base+" "+a.val+" runs code computed at run time")
+			default:
+				// bash appends the index and the line (mapfile), or the
+				// command, word and previous word (compgen -C).
+				extra := " " + hole + " " + hole
+				if base == "compgen" {
+					extra += " " + hole
 				}
-			}
-			r2 := j.judgeArgv(inner, &callCtx{})
-			if r2.rule != "" {
-				r.block(r2.rule, r2.rpos, "find %s runs: %s", args[k-len(cmd)-1].val, r2.reason)
+				j.nestedString(cb.val+extra, cb.pos, stream{})
+				r.worse(Dangerous, base+" "+a.val+" runs code: "+cb.val)
 			}
 		}
 	}
 }
 
-// codeCalls finds shell command strings handed to system()-like calls in
-// inline interpreter code (best effort: literal strings only).
-var codeCalls = regexp.MustCompile(`(?:system|popen|exec|execSync|spawnSync|spawn|Popen|call|run|check_output|check_call|getoutput|getstatusoutput|shell_exec|passthru)\s*\(\s*\[?\s*(?:"([^"\\]*)"|'([^'\\]*)')`)
-
-// inlineCode judges the literal command strings inline interpreter code
-// passes to system()-like calls.
-func (j *judge) inlineCode(code string, p syntax.Pos) {
-	for _, m := range codeCalls.FindAllStringSubmatch(code, 32) {
-		s := m[1] + m[2]
-		if s != "" {
-			j.nestedString(s, p)
+// scriptWrapper judges script [-c CMD]: without -c it runs a shell that
+// reads its standard input.
+func (j *judge) scriptWrapper(argv []arg, ctx *callCtx, r *res) bool {
+	args := argv[1:]
+	for k, a := range args {
+		if (a.val == "-c" || a.val == "--command") && k+1 < len(args) || strings.HasPrefix(a.val, "--command=") || len(a.val) > 2 && a.val[0] == '-' && a.val[1] != '-' && strings.HasSuffix(a.val, "c") && k+1 < len(args) {
+			c := args[min(k+1, len(args)-1)]
+			if v, ok := strings.CutPrefix(a.val, "--command="); ok {
+				c = arg{val: v, pos: a.pos, fed: a.fed}
+			}
+			if c.fed {
+				r.block(RuleDownloadToInterpreter, j.pos(c.pos), "script -c runs downloaded or decoded data")
+				return true
+			}
+			if c.hasHole() {
+				r.worse(Dangerous, "script -c with a computed command")
+				r.sink = true
+				return true
+			}
+			j.shellString(c.val, c.pos, shellDialects["sh"].langs, nil, ctx.in)
+			r.worse(Dangerous, "script runs a command under a terminal and records it to a file")
+			if j.stringIsSink(c.val) {
+				r.sink = true
+			}
+			return true
 		}
 	}
+	r.sink = true
+	r.worse(Dangerous, "script runs a shell that reads its standard input")
+	return true
+}
+
+// xargsWrapper judges xargs CMD: the words xargs reads are appended to
+// CMD's argv. When the input is known text, each resulting argv is
+// judged; otherwise CMD is judged with no appended word and with one
+// unknown word.
+func (j *judge) xargsWrapper(argv []arg, ctx *callCtx, r *res) bool {
+	p := j.pos(argv[0].pos)
+	args := argv[1:]
+	idx, opts, ok := skipOpts(args, wrapperSpecs["xargs"])
+	if !ok {
+		r.worse(Dangerous, "xargs with computed options")
+		r.sink = true
+		return true
+	}
+	if idx < 0 {
+		r.worse(Safe, "xargs echoes its input")
+		return true
+	}
+	replace := ""
+	for k, a := range args[:idx] {
+		switch {
+		case a.val == "-I" && k+1 < idx:
+			replace = args[k+1].val
+		case strings.HasPrefix(a.val, "-I") && len(a.val) > 2:
+			replace = a.val[2:]
+		case a.val == "-i" || strings.HasPrefix(a.val, "--replace"):
+			replace = "{}"
+		}
+	}
+	fromFile := hasOpt(opts, "-a", "--arg-file")
+	inner := args[idx:]
+	var extra [][]arg
+	switch {
+	case ctx.in.text != nil && !fromFile:
+		words := xargsWords(*ctx.in.text, hasOpt(opts, "-0", "--null"))
+		if replace != "" {
+			for _, w := range words {
+				extra = append(extra, substitute(inner, replace, w))
+			}
+		} else {
+			ws := make([]arg, len(words))
+			for k, w := range words {
+				ws[k] = arg{val: w, pos: argv[0].pos}
+			}
+			extra = append(extra, append(append([]arg{}, inner...), ws...))
+		}
+	default:
+		h := arg{val: hole, pos: argv[0].pos, fed: ctx.in.fed}
+		if replace != "" {
+			extra = append(extra, substitute(inner, replace, hole))
+		} else {
+			extra = append(extra, inner, append(append([]arg{}, inner...), h))
+		}
+	}
+	var best res
+	for k, a := range extra {
+		r2 := j.judgeArgv(a, &callCtx{stmt: ctx.stmt})
+		if k == 0 || r2.rule != "" && best.rule == "" || r2.class > best.class && best.rule == "" {
+			best = r2
+		}
+	}
+	*r = best
+	r.why = "xargs → " + best.why
+	if ctx.in.text == nil {
+		r.worse(Dangerous, "xargs adds words it reads from its input")
+	}
+	interp := len(inner) > 0 && isCodeRunner(baseName(inner[0].val))
+	if interp {
+		r.sink = true
+	}
+	if ctx.in.fed && interp && r.rule == "" {
+		r.block(RuleDownloadToInterpreter, p, "xargs hands downloaded or decoded data to %s", inner[0].val)
+	}
+	return true
+}
+
+// xargsWords splits xargs input into words (blanks and newlines separate,
+// quotes group; -0: NUL separates).
+func xargsWords(s string, null bool) []string {
+	if null {
+		return strings.FieldsFunc(s, func(r rune) bool { return r == 0 })
+	}
+	var out []string
+	var cur strings.Builder
+	in := false
+	var q byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case q != 0:
+			if c == q {
+				q = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			q, in = c, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			in = true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func substitute(inner []arg, repl, w string) []arg {
+	out := make([]arg, len(inner))
+	for k, a := range inner {
+		out[k] = a
+		out[k].val = strings.ReplaceAll(a.val, repl, w)
+	}
+	return out
+}
+
+func baseName(s string) string {
+	if k := strings.LastIndexByte(s, '/'); k >= 0 {
+		return s[k+1:]
+	}
+	return s
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/shellpolicy"
 )
 
@@ -31,16 +33,33 @@ func (e *GuardError) Error() string { return e.Msg }
 // RuleID names the rule, for refusals and audit records.
 func (e *GuardError) RuleID() string { return e.Rule }
 
-// JudgeOptions turns the [commands] configuration into shellpolicy options.
+// JudgeOptions turns the configuration into shellpolicy options: the
+// [commands] lists and patterns, the names of the environment a command
+// runs with (command.Environ's allowlist), the masks, and whether commands
+// run in the workspace jail (then always: the sandbox never falls back to
+// the host).
 func JudgeOptions(cfg *config.Config) (*shellpolicy.Options, error) {
 	pats, err := shellpolicy.CompilePatterns(cfg.Commands.BlockedPatterns)
 	if err != nil {
 		return nil, err
 	}
+	var names []string
+	for _, kv := range command.Environ(cfg.Commands.EnvAllowlist, func(string) (string, bool) { return "", true }) {
+		if k, _, ok := strings.Cut(kv, "="); ok {
+			names = append(names, k)
+		}
+	}
+	mask := slices.Clone(cfg.Security.Mask)
+	if cfg.Sandbox != nil {
+		mask = append(mask, cfg.Sandbox.Mask...)
+	}
 	return &shellpolicy.Options{
 		SafeCommands:    cfg.Commands.SafeCommands,
 		DevCommands:     cfg.Commands.DevCommands,
 		BlockedPatterns: pats,
+		EnvKnown:        names,
+		Mask:            mask,
+		Jailed:          sandbox.Enabled(cfg.Sandbox),
 	}, nil
 }
 
@@ -78,7 +97,14 @@ func riskSummary(v *shellpolicy.Verdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "class: %s\n", v.Class)
 	for _, c := range v.Commands {
-		fmt.Fprintf(&b, "  %-9s %s", c.Class, c.Text)
+		// Commands inside a string another shell runs are marked with
+		// their depth, and with the dialect they were read in when the
+		// readings differ (sh -c is read as dash and as bash).
+		prefix := strings.Repeat("› ", c.Depth)
+		if c.Dialect != "" {
+			prefix += "[as " + c.Dialect + "] "
+		}
+		fmt.Fprintf(&b, "  %-9s %s%s", c.Class, prefix, c.Text)
 		if c.Why != "" {
 			fmt.Fprintf(&b, "  (%s)", c.Why)
 		}

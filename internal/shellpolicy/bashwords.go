@@ -1,0 +1,203 @@
+package shellpolicy
+
+// Where bash reads a word differently from the parser and the expander,
+// the judge reads it bash's way.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// paramBeforeBrace reports a word where an unbraced $name is followed by a
+// brace expansion ($A{0,}): bash expands braces first, on the text, so the
+// name grows ($A0 and $A); the parser takes $A first. Such a word is
+// expanded the way bash does (bashBraces).
+func paramBeforeBrace(w *syntax.Word) bool {
+	for i, p := range w.Parts {
+		pe, ok := p.(*syntax.ParamExp)
+		if !ok || !pe.Short || pe.Param == nil || !isName(pe.Param.Value) || i+1 >= len(w.Parts) {
+			continue
+		}
+		if l, ok := w.Parts[i+1].(*syntax.Lit); ok && strings.HasPrefix(l.Value, "{") {
+			return true
+		}
+	}
+	return false
+}
+
+// bashBraces brace-expands word text the way bash does, before any other
+// expansion: quotes, backslashes, ${…} and $(…) are skipped. ok is false
+// for what it does not read (sequences, more than maxBraceFields words).
+func bashBraces(s string) (out []string, ok bool) {
+	// skip returns the index after the construct starting at i, or i+1.
+	skip := func(i int) int {
+		switch {
+		case s[i] == '\\':
+			return min(i+2, len(s))
+		case s[i] == '\'':
+			if k := strings.IndexByte(s[i+1:], '\''); k >= 0 {
+				return i + k + 2
+			}
+			return len(s)
+		case s[i] == '"':
+			for k := i + 1; k < len(s); k++ {
+				if s[k] == '\\' {
+					k++
+					continue
+				}
+				if s[k] == '"' {
+					return k + 1
+				}
+			}
+			return len(s)
+		case s[i] == '$' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '('):
+			open, shut := s[i+1], byte('}')
+			if open == '(' {
+				shut = ')'
+			}
+			depth := 0
+			for k := i + 1; k < len(s); k++ {
+				switch s[k] {
+				case '\\':
+					k++
+				case open:
+					depth++
+				case shut:
+					depth--
+					if depth == 0 {
+						return k + 1
+					}
+				}
+			}
+			return len(s)
+		}
+		return i + 1
+	}
+	for i := 0; i < len(s); {
+		if s[i] != '{' {
+			i = skip(i)
+			continue
+		}
+		// a group: alternatives at depth 0, separated by commas
+		var alts []string
+		depth, start, end := 0, i+1, -1
+		for k := i + 1; k < len(s) && end < 0; {
+			switch s[k] {
+			case '{':
+				depth++
+			case '}':
+				if depth == 0 {
+					alts = append(alts, s[start:k])
+					end = k
+					continue
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					alts = append(alts, s[start:k])
+					start = k + 1
+				}
+			}
+			k = skip(k)
+		}
+		if end < 0 || len(alts) < 2 {
+			if end < 0 {
+				i++ // an unmatched {: later groups may still expand
+				continue
+			}
+			if strings.Contains(s[i+1:end], "..") {
+				return nil, false
+			}
+			i = skip(i)
+			continue
+		}
+		for _, a := range alts {
+			rest, ok := bashBraces(s[:i] + a + s[end+1:])
+			if !ok {
+				return nil, false
+			}
+			out = append(out, rest...)
+			if len(out) > maxBraceFields {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	return []string{s}, true
+}
+
+// bashOrderWords re-reads a word that paramBeforeBrace reports as the
+// words bash's brace expansion makes of its text; nil when it cannot.
+func (j *judge) bashOrderWords(w *syntax.Word) []*syntax.Word {
+	texts, ok := bashBraces(j.text(w))
+	if !ok {
+		return nil
+	}
+	var out []*syntax.Word
+	for _, t := range texts {
+		var ws []*syntax.Word
+		for x, err := range newParser(syntax.LangBash).WordsSeq(strings.NewReader(t)) {
+			if err != nil {
+				return nil
+			}
+			ws = append(ws, x)
+		}
+		if len(ws) > 1 {
+			return nil
+		}
+		out = append(out, ws...)
+	}
+	return out
+}
+
+// ctrlEscapes rewrites bash's \cX escapes in $'…' parts (which the
+// expander does not know) as \xHH: $'/\c@etc' is "/" in bash, the NUL
+// ending the string.
+func ctrlEscapes(w *syntax.Word) *syntax.Word {
+	var cp *syntax.Word
+	for i, p := range w.Parts {
+		sq, ok := p.(*syntax.SglQuoted)
+		if !ok || !sq.Dollar || !strings.Contains(sq.Value, `\c`) {
+			continue
+		}
+		var b strings.Builder
+		v := sq.Value
+		for k := 0; k < len(v); k++ {
+			if v[k] != '\\' || k+1 >= len(v) {
+				b.WriteByte(v[k])
+				continue
+			}
+			if v[k+1] != 'c' || k+2 >= len(v) {
+				b.WriteString(v[k : k+2])
+				k++
+				continue
+			}
+			c := v[k+2]
+			n := 3
+			if c == '\\' && k+3 < len(v) && v[k+3] == '\\' {
+				n = 4
+			}
+			x := c & 0x1f
+			if c == '?' {
+				x = 0x7f
+			}
+			fmt.Fprintf(&b, `\x%02x`, x)
+			k += n - 1
+		}
+		if cp == nil {
+			c := *w
+			c.Parts = slices.Clone(w.Parts)
+			cp = &c
+		}
+		nq := *sq
+		nq.Value = b.String()
+		cp.Parts[i] = &nq
+	}
+	if cp == nil {
+		return w
+	}
+	return cp
+}
