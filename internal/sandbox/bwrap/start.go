@@ -35,7 +35,7 @@ func StartStdio(ctx context.Context, l *jail.Launch, in, out *os.File) (jail.Pro
 	return st.Proc, nil
 }
 
-func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started, error) {
+func start(_ context.Context, op *jail.Launch, in, out *os.File) (_ *jail.Started, err error) {
 	l := *op
 	s := l.Settings
 	log := l.Log()
@@ -46,10 +46,16 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 	if err := l.ResolvePaths(); err != nil {
 		return nil, err
 	}
-	layout, err := l.Layout()
+	layout, hold, err := l.Layout()
 	if err != nil {
 		return nil, err
 	}
+	// Until the jail's process owns it, a failure releases the hold here.
+	defer func() {
+		if err != nil && hold != nil {
+			hold.Release()
+		}
+	}()
 	plan := &Plan{
 		Layout: layout, Lockdown: s.Lockdown, Network: s.Network,
 		System: HostSystem(), Etc: HostEtc(), Env: l.Env(),
@@ -105,6 +111,7 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 		Workspace: layout.Workspace, Mask: l.WorkerMask(), Protected: l.Protected,
 		Lockdown: s.Lockdown, Landlock: s.Landlock,
 		Writable: append(layout.Writable, "/dev/shm", "/dev/pts"), Readable: layout.Readable,
+		GitIgnore: layout.GitIgnore,
 	})
 	if err != nil {
 		return nil, err
@@ -155,7 +162,8 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 		f.Close()
 	}
 	files = nil
-	p := &proc{cmd: cmd, cg: cg, stderr: stderr}
+	p := &proc{cmd: cmd, cg: cg, stderr: stderr, hold: hold}
+	hold = nil // p.Cleanup releases it
 	fail := func(err error) (*jail.Started, error) {
 		p.Kill()
 		p.Wait()
@@ -189,11 +197,13 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 	return &jail.Started{Proc: p, Stdin: stdin, Stdout: stdout, Info: info, WantSeccomp: true}, nil
 }
 
-// proc is bubblewrap on this host, and its pids cgroup.
+// proc is bubblewrap on this host, its pids cgroup, and its hold on the
+// workspace's mask placeholders.
 type proc struct {
 	cmd    *exec.Cmd
 	cg     *pidsCgroup
 	stderr *jail.Tail
+	hold   *jail.Hold
 }
 
 func (p *proc) Kill() {
@@ -208,9 +218,9 @@ func (p *proc) Kill() {
 func (p *proc) Wait() error        { return p.cmd.Wait() }
 func (p *proc) StderrTail() string { return p.stderr.String() }
 
-// Cleanup removes the pids cgroup. Placeholders created for masks of
-// missing paths stay (see jail.PrepareMasks).
-func (p *proc) Cleanup() error { return p.cg.destroy() }
+// Cleanup removes the pids cgroup and releases the jail's hold on the mask
+// placeholders (the last jail of the workspace removes them).
+func (p *proc) Cleanup() error { return errors.Join(p.cg.destroy(), p.hold.Release()) }
 
 func readChildPID(r *os.File, timeout time.Duration) (int, error) {
 	if timeout <= 0 {
