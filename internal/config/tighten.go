@@ -56,9 +56,13 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	"sandbox.enabled":              sandboxBool("enabled", false, func(s *Sandbox) bool { return s.Enabled }),
 	"sandbox.lockdown":             sandboxBool("lockdown", false, func(s *Sandbox) bool { return s.Lockdown }),
 	"sandbox.no_gpu":               sandboxBool("no_gpu", false, func(s *Sandbox) bool { return s.NoGPU }),
-	"sandbox.network":              sandboxBool("network", true, func(s *Sandbox) bool { return s.Network }),
-	"sandbox.mask":                 additive,
-	"sandbox.idle_timeout":         additive,
+	"sandbox.no_toolchains":        sandboxBool("no_toolchains", false, func(s *Sandbox) bool { return s.NoToolchains }),
+	"sandbox.toolchain_paths": func(c *wsCheck, lf leaf) string {
+		return "binds host directories into the jail; " + onlyUser
+	},
+	"sandbox.network":      sandboxBool("network", true, func(s *Sandbox) bool { return s.Network }),
+	"sandbox.mask":         additive,
+	"sandbox.idle_timeout": additive,
 	"sandbox.backend": func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && b.Backend != lf.n.s {
 			return fmt.Sprintf("the user config chose backend %q; %s", b.Backend, onlyUser)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -56,9 +58,18 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (_ *jail.Starte
 			hold.Release()
 		}
 	}()
+	env := l.Env()
+	if s.Toolchains && !s.Lockdown {
+		tc := jail.Toolchains(envValue(l.HostEnv, "PATH"), envValue(l.HostEnv, "HOME"), layout.Workspace, s.ToolchainPaths, SystemDirs)
+		for d, why := range tc.Skipped {
+			log.Debug("toolchain directory of PATH left out of the jail", "dir", d, "why", why)
+		}
+		layout.AddToolchain(tc)
+		env = jail.WithToolchain(env, tc)
+	}
 	plan := &Plan{
 		Layout: layout, Lockdown: s.Lockdown, Network: s.Network,
-		System: HostSystem(), Etc: HostEtc(), Env: l.Env(),
+		System: HostSystem(), Etc: HostEtc(), Env: env,
 	}
 	if !s.NoGPU {
 		plan.GPU = hostGPU()
@@ -221,6 +232,16 @@ func (p *proc) StderrTail() string { return p.stderr.String() }
 // Cleanup removes the pids cgroup and releases the jail's hold on the mask
 // placeholders (the last jail of the workspace removes them).
 func (p *proc) Cleanup() error { return errors.Join(p.cg.destroy(), p.hold.Release()) }
+
+// envValue is the value of name in env (KEY=VALUE entries), or "".
+func envValue(env []string, name string) string {
+	for _, kv := range slices.Backward(env) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
 
 func readChildPID(r *os.File, timeout time.Duration) (int, error) {
 	if timeout <= 0 {
