@@ -110,7 +110,14 @@ supervisor's bearer token instead).`,
 			p("session_id", a.Session)
 			p("agent", a.Agent)
 			p("rule", a.Rule)
-			p("risk", a.Risk)
+			if a.Risk != "" {
+				// Its own lines, each behind the gutter: no line of a
+				// diff can pass for a field of the request.
+				fmt.Fprintf(w, "%-17s\n", "risk:")
+				for line := range strings.Lines(approval.PrintableLines(a.Risk, 0)) {
+					fmt.Fprintf(w, "%s%s\n", approval.Gutter, strings.TrimSuffix(line, "\n"))
+				}
+			}
 			p("created_at", a.CreatedAt.Local().Format(time.RFC3339))
 			p("expires_at", a.ExpiresAt.Local().Format(time.RFC3339))
 			p("decision", a.Decision)

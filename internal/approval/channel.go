@@ -87,7 +87,24 @@ type Prompter interface {
 // line: control characters (escape sequences included), bidirectional
 // overrides and invalid UTF-8 are shown as escapes, and the text is cut to
 // max runes (0 for no limit).
-func Printable(s string, max int) string {
+func Printable(s string, max int) string { return printable(s, max, false) }
+
+// Gutter starts each line of a block of PrintableLines text shown among
+// other lines (an email, `warden approvals show`), so that no line of it
+// can pass for a line of the message ("Tool: ...").
+const Gutter = "  │ "
+
+// PrintableLines is Printable for text shown as a block of its own (a
+// fenced code block, a Telegram pre entity, lines behind a gutter): its
+// newlines and tabs stay as they are, everything else Printable escapes is
+// escaped, carriage returns included (a bare \r could overwrite a line on a
+// terminal). The caller must keep the block apart, so that no line of it
+// can pass for a line of the message.
+func PrintableLines(s string, max int) string {
+	return strings.TrimRight(printable(strings.ReplaceAll(s, "\r\n", "\n"), max, true), "\n")
+}
+
+func printable(s string, max int, lines bool) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(s); {
@@ -102,6 +119,8 @@ func Printable(s string, max int) string {
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\x`)
 			b.WriteString(hex2(s[i-1]))
+		case lines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\t':
