@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/notify"
@@ -22,9 +24,38 @@ import (
 // supervisor too. The caller sets Store (and Prompt, Audit), calls
 // approval.Listen with the broker so that Telegram takes answers, and
 // closeFn when done, which closes the channels.
+//
+// A channel that cannot be started (its variable unset, its settings
+// incomplete) is a warning, logged, and not an error: a notifier is not a
+// gate, the other channels carry on, and a call that needs a person and
+// reaches none fails safe as it would without it (ChannelProblems lists
+// them for doctor and the audit).
 func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, closeFn func() error, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o, closeFn, problems, err := approvalOptions(cfg, log)
+	for _, p := range problems {
+		log.Warn("notification channel not started; approval requests are not sent there", "error", p)
+	}
+	return o, closeFn, err
+}
+
+// ChannelProblems says, for each notification channel cfg names that
+// cannot be started, why. It starts nothing that outlives the call.
+func ChannelProblems(cfg *config.Config) []error {
+	_, closeFn, problems, err := approvalOptions(cfg, slog.New(slog.DiscardHandler))
+	closeFn()
+	if err != nil {
+		problems = append(problems, err)
+	}
+	return problems
+}
+
+func approvalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, closeFn func() error, problems []error, err error) {
+	closeFn = func() error { return nil }
 	if o, err = approval.FromConfig(cfg, nil); err != nil {
-		return o, func() error { return nil }, err
+		return o, closeFn, nil, err
 	}
 	o.Logger = log
 	ac := &cfg.Security.Approval
@@ -37,18 +68,12 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		}
 		return errors.Join(errs...)
 	}
-	defer func() {
-		if err != nil {
-			closeFn()
-			closeFn = func() error { return nil }
-		}
-	}()
 	add := func(c notify.Channel) {
 		chans = append(chans, c)
 		o.Channels = append(o.Channels, c)
 	}
 	if w, err := notify.WebhookFromConfig(ac, no); err != nil {
-		return o, closeFn, err
+		problems = append(problems, fmt.Errorf("webhook: %w", err))
 	} else if w != nil {
 		add(w)
 	}
@@ -56,7 +81,8 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		if name == "telegram" {
 			t, err := telegram.FromConfig(ac, no)
 			if err != nil {
-				return o, closeFn, err
+				problems = append(problems, fmt.Errorf("telegram: %w", err))
+				continue
 			}
 			add(t)
 			for _, id := range telegram.Supervisors(ac) {
@@ -68,13 +94,25 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		}
 		c, err := notify.FromConfig(ac, name, no)
 		if err != nil {
-			return o, closeFn, err
+			problems = append(problems, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
 		if c != nil {
 			add(c)
 		}
 	}
-	return o, closeFn, nil
+	return o, closeFn, problems, nil
+}
+
+// auditChannelProblems writes a notify_failed record per channel that
+// could not be started, so the trail says why nobody was told.
+func auditChannelProblems(ctx context.Context, cfg *config.Config, sink audit.Sink) {
+	if sink == nil {
+		return
+	}
+	for _, p := range ChannelProblems(cfg) {
+		_ = sink.Write(ctx, &audit.Record{Time: time.Now().UTC(), Event: "notify_failed", Error: p.Error()})
+	}
 }
 
 // TerminalApprover is the approver of the CLI: the broker on st with the
@@ -93,6 +131,7 @@ func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror a
 	if mirror != nil {
 		o.Audit = mirror
 	}
+
 	if approval.IsTerminal(os.Stdin, os.Stderr) {
 		o.Prompt = approval.NewTerminal(os.Stdin, os.Stderr)
 	}
@@ -117,6 +156,7 @@ func MCPApprover(elicit bool) ApproverFunc {
 		}
 		closeFn := func() { _ = closeChannels() }
 		o.Store, o.Audit = st, mirror
+
 		o.Channels = append(o.Channels, mcp.ProgressChannel{})
 		plain, err := approval.New(ctx, o)
 		if err != nil {
