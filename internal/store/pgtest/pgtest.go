@@ -5,8 +5,9 @@
 // tests use that server. Otherwise the first test that asks starts one for
 // the test process: initdb and postgres from Debian's postgresql package,
 // as the user nobody when the tests run as root (PostgreSQL refuses to run
-// as root), listening on 127.0.0.1 and a free port only, with its data in
-// a temporary directory. The server dies with the test process (parent-death
+// as root), listening on 127.0.0.1 and a free port only, with a random
+// password, its data in a temporary directory, and durability off
+// (fsync=off: a crash loses nothing the tests need). The server dies with the test process (parent-death
 // signal) and Stop, called from TestMain, removes its directory; a directory
 // left by a process killed before Stop is removed by the next start.
 //
@@ -174,12 +175,26 @@ func startServer() error {
 	if err != nil {
 		return err
 	}
-	initdb := exec.Command(testenv.Look("initdb"), "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync", "--no-instructions")
+	// Password authentication, even on loopback: other local users must
+	// not reach the test server, and the tests then run the password path.
+	password := randHex(16)
+	pwfile := filepath.Join(dir, "pwfile")
+	if err := os.WriteFile(pwfile, []byte(password+"\n"), 0o600); err != nil {
+		return err
+	}
+	if cred != nil {
+		if err := os.Chown(pwfile, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+	}
+	initdb := exec.Command(testenv.Look("initdb"), "-D", data, "-A", "scram-sha-256", "-U", "postgres", "--pwfile", pwfile,
+		"-E", "UTF8", "--no-sync", "--no-instructions")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	initdb.Dir = dir
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, out)
 	}
+	os.Remove(pwfile)
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -214,7 +229,7 @@ func startServer() error {
 	if err := <-started; err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
-	server.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	server.url = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", password, port)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
