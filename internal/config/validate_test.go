@@ -136,6 +136,18 @@ var validationCases = []struct {
 		[]string{"2: commands.default_timeout = 30: expected integer, got float"}, nil},
 	{"integer overflow", "[security.http]\ntimeout_secs = 9223372036854775807\n", "security:\n  http: {timeout_secs: 9223372036854775807}\n",
 		[]string{"2: security.http.timeout_secs = 9223372036854775807: must be between 1 and 300"}, nil},
+	{"store url_env", "[store]\nurl_env = \"postgres://u:pw@h/d\"\n", "store:\n  url_env: postgres://u:pw@h/d\n",
+		[]string{"2: store.url_env = \"postgres://u:pw@h/d\": not an environment variable name"}, nil},
+	{"store lease", "[store]\nlease_secs = 2\n", "store:\n  lease_secs: 2\n",
+		[]string{"2: store.lease_secs = 2: must be between 3 and 600"}, nil},
+	{"telemetry protocol", "[telemetry]\nprotocol = \"udp\"\n", "telemetry:\n  protocol: udp\n",
+		[]string{"2: telemetry.protocol = \"udp\": must be one of http, grpc"}, nil},
+	{"telemetry endpoint", "[telemetry]\notlp_endpoint = \"collector:4318\"\n", "telemetry:\n  otlp_endpoint: collector:4318\n",
+		[]string{"2: telemetry.otlp_endpoint = \"collector:4318\": must be an http:// or https:// URL"}, nil},
+	{"telemetry grpc endpoint", "[telemetry]\nprotocol = \"grpc\"\notlp_endpoint = \"http://collector:4317\"\n", "telemetry:\n  protocol: grpc\n  otlp_endpoint: http://collector:4317\n",
+		[]string{"3: telemetry.otlp_endpoint = \"http://collector:4317\": with protocol = \"grpc\", the endpoint is host:port"}, nil},
+	{"telemetry headers", "[telemetry]\nheaders_env = \"api-key=x\"\n", "telemetry:\n  headers_env: api-key=x\n",
+		[]string{"2: telemetry.headers_env = \"api-key=x\": not an environment variable name"}, nil},
 }
 
 func TestValidationErrors(t *testing.T) {
