@@ -253,6 +253,6 @@ func Default() *Config {
 		},
 		LLM:       LLM{Timeout: 120, Retries: 2},
 		Store:     Store{LeaseSecs: 15},
-		Telemetry: Telemetry{Protocol: OTLPHTTP, ServiceName: "warden"},
+		Telemetry: Telemetry{ServiceName: "warden"},
 	}
 }

@@ -1,8 +1,18 @@
 package config
 
-import "regexp"
+import (
+	"net"
+	"net/url"
+	"strings"
+)
 
-var hostPortPatt = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$`)
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
 
 // Store is the [store] section: where approvals, grants, leases and the
 // audit chain live. Absent, they live in SQLite in the state directory.
@@ -21,25 +31,16 @@ type Store struct {
 // calls, approval decisions and egress decisions. Off unless OTLPEndpoint
 // is set.
 type Telemetry struct {
-	// OTLPEndpoint is the collector: http(s)://host:port for OTLP over
-	// HTTP (protobuf), or host:port with protocol = "grpc".
+	// OTLPEndpoint is the collector's OTLP/HTTP (protobuf) base URL,
+	// http(s)://host:port[/path]: traces go to /v1/traces and logs to
+	// /v1/logs below it. Plain http is accepted only for a loopback host.
 	OTLPEndpoint string `toml:"otlp_endpoint" yaml:"otlp_endpoint" json:"otlp_endpoint,omitempty"`
-	// Protocol is "http" (default) or "grpc".
-	Protocol string `toml:"protocol" yaml:"protocol" json:"protocol"`
-	// Insecure sends gRPC without TLS (HTTP follows the URL's scheme).
-	Insecure bool `toml:"insecure" yaml:"insecure" json:"insecure"`
 	// HeadersEnv names an environment variable holding request headers
 	// for the collector (k=v,k2=v2), such as an API key.
 	HeadersEnv string `toml:"headers_env" yaml:"headers_env" json:"headers_env,omitempty"`
 	// ServiceName is the service.name resource attribute (default "warden").
 	ServiceName string `toml:"service_name" yaml:"service_name" json:"service_name"`
 }
-
-// Telemetry protocols.
-const (
-	OTLPHTTP = "http"
-	OTLPGRPC = "grpc"
-)
 
 func (l *layer) validateStore() {
 	s := &l.cfg.Store
@@ -49,7 +50,6 @@ func (l *layer) validateStore() {
 
 func (l *layer) validateTelemetry() {
 	t := &l.cfg.Telemetry
-	l.oneOf("telemetry.protocol", t.Protocol, OTLPHTTP, OTLPGRPC)
 	l.envName("telemetry.headers_env", t.HeadersEnv)
 	if l.has("telemetry.service_name") && !namePattern.MatchString(t.ServiceName) {
 		l.bad("telemetry.service_name", t.ServiceName, "letters, digits, '-' and '_' only")
@@ -57,11 +57,11 @@ func (l *layer) validateTelemetry() {
 	if !l.has("telemetry.otlp_endpoint") || t.OTLPEndpoint == "" {
 		return
 	}
-	if l.has("telemetry.protocol") && t.Protocol == OTLPGRPC {
-		if !hostPortPatt.MatchString(t.OTLPEndpoint) {
-			l.bad("telemetry.otlp_endpoint", t.OTLPEndpoint, "with protocol = \"grpc\", the endpoint is host:port")
-		}
-		return
+	u, err := url.Parse(t.OTLPEndpoint)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+		l.bad("telemetry.otlp_endpoint", t.OTLPEndpoint, "must be an http:// or https:// URL without credentials (put them in headers_env)")
+	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		l.bad("telemetry.otlp_endpoint", t.OTLPEndpoint, "plain http only to a loopback collector: audit events would cross the network in clear (use https)")
 	}
-	l.httpURL("telemetry.otlp_endpoint", t.OTLPEndpoint)
 }
