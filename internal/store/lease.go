@@ -117,8 +117,6 @@ type LeaseKeeper struct {
 	stop     chan struct{}
 	done     chan struct{}
 	closing  sync.Once
-	// onRenew, for tests, runs after each renewal attempt.
-	onRenew func(error)
 }
 
 // KeepLease acquires a lease for o on st and starts renewing it. Close
@@ -152,12 +150,18 @@ func (k *LeaseKeeper) run() {
 	every := k.ttl / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
-	// valid is when the lease runs out as far as this process knows: a
-	// renewal that fails until then loses it.
-	valid := time.Now().Add(k.ttl)
+	// expiry fires when the lease runs out as far as this process knows
+	// (its period after the last renewal that succeeded was sent): the
+	// holder hears of the loss no later than the store enforces it.
+	expiry := time.NewTimer(k.ttl)
+	defer expiry.Stop()
+	lose := func() { k.lostOnce.Do(func() { close(k.lost) }) }
 	for {
 		select {
 		case <-k.stop:
+			return
+		case <-expiry.C:
+			lose()
 			return
 		case <-t.C:
 		}
@@ -165,14 +169,11 @@ func (k *LeaseKeeper) run() {
 		sent := time.Now()
 		_, err := k.st.RenewLease(ctx, k.lease.ID, k.ttl)
 		cancel()
-		if k.onRenew != nil {
-			k.onRenew(err)
-		}
 		switch {
 		case err == nil:
-			valid = sent.Add(k.ttl)
-		case errors.Is(err, ErrLeaseLost) || time.Now().After(valid):
-			k.lostOnce.Do(func() { close(k.lost) })
+			expiry.Reset(time.Until(sent.Add(k.ttl)))
+		case errors.Is(err, ErrLeaseLost):
+			lose()
 			return
 		}
 	}
