@@ -66,7 +66,7 @@ func (s *DB) Create(ctx context.Context, a *Approval, rec *audit.Record) error {
 	if a.ID == "" || a.Tool == "" || len(a.Args) == 0 {
 		return errors.New("failed to create approval request: id, tool and arguments are required")
 	}
-	return s.inTx(ctx, "create approval request "+a.ID, func(tx *sql.Tx) error {
+	return s.inTx(ctx, "create approval request "+a.ID, func(ctx context.Context, tx *sql.Tx) error {
 		return s.createIn(ctx, tx, a, rec)
 	})
 }
@@ -168,7 +168,7 @@ func (s *DB) Resolve(ctx context.Context, id string, t Transition, rec *audit.Re
 
 func (s *DB) transition(ctx context.Context, id, op string, t Transition, live bool, rec *audit.Record) (*Approval, error) {
 	var out *Approval
-	err := s.inTx(ctx, op+" approval request "+id, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, op+" approval request "+id, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = s.decideIn(ctx, tx, id, op, t, live, rec)
 		return err
@@ -249,7 +249,7 @@ func (s *DB) cancelIn(ctx context.Context, tx *sql.Tx, a *Approval, why string) 
 // the caller cannot run it when it comes back.
 func (s *DB) Claim(ctx context.Context, id string) (*Approval, error) {
 	var out *Approval
-	err := s.inTx(ctx, "claim approval request "+id, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "claim approval request "+id, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, `UPDATE approvals SET claimed = 1, seq = `+nextSeq+`
 			WHERE request_id = ? AND state = 'APPROVED' AND claimed = 0 AND `+leaseLive, id, s.now().UnixMilli())
 		if err != nil {
@@ -277,7 +277,7 @@ func (s *DB) Claim(ctx context.Context, id string) (*Approval, error) {
 // MarkExecuted implements Store.
 func (s *DB) MarkExecuted(ctx context.Context, id, result string, rec *audit.Record) (*Approval, error) {
 	var out *Approval
-	err := s.inTx(ctx, "record the execution of approval request "+id, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "record the execution of approval request "+id, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := s.exec(ctx, tx, `UPDATE approvals SET state = 'EXECUTED', execution_result = ?, seq = `+nextSeq+`
 			WHERE request_id = ? AND state = 'APPROVED' AND claimed = 1`, result, id)
 		if err != nil {
@@ -327,7 +327,7 @@ func (s *DB) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Appro
 		if a.Owner.Lease == "" {
 			why = fmt.Sprintf("the process that asked (pid %d) exited before the request was executed", a.Owner.PID)
 		}
-		err := s.inTx(ctx, "cancel orphaned approval request "+a.ID, func(tx *sql.Tx) error {
+		err := s.inTx(ctx, "cancel orphaned approval request "+a.ID, func(ctx context.Context, tx *sql.Tx) error {
 			done, err := s.cancelIn(ctx, tx, a, why)
 			if err != nil || !done {
 				return err

@@ -48,7 +48,7 @@ func Copy(ctx context.Context, from, to *DB) (*CopyReport, error) {
 	}
 	defer src.Rollback()
 	rep := &CopyReport{}
-	err = to.inTx(ctx, "copy into "+to.where, func(tx *sql.Tx) error {
+	err = to.inTx(ctx, "copy into "+to.where, func(ctx context.Context, tx *sql.Tx) error {
 		// The target was empty a moment ago; under the writers' lock it
 		// must still be.
 		var n int64

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,6 +52,9 @@ type DB struct {
 	// in order, instead of waiting in the database while holding pool
 	// connections that readers need.
 	writeMu sync.Mutex
+	// queue holds the write jobs waiting for writeMu (inTxOpts).
+	queueMu sync.Mutex
+	queue   []*writeJob
 	db      *sql.DB
 	pool    *pgxpool.Pool // PostgreSQL only
 	backend Backend
@@ -61,6 +65,8 @@ type DB struct {
 	path  string // SQLite only
 
 	rebound sync.Map // query with '?' → query with $n (PostgreSQL)
+	stmts   sync.Map // query → *sql.Stmt (SQLite)
+	nstmts  atomic.Int64
 	watch   *watcher
 	closing sync.Once
 }
@@ -93,6 +99,7 @@ func (s *DB) Close() error {
 	var err error
 	s.closing.Do(func() {
 		s.watch.close()
+		s.stmts.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 		err = s.db.Close()
 		if s.pool != nil {
 			s.pool.Close()
@@ -158,45 +165,151 @@ type committedError struct{ error }
 func (e committedError) Unwrap() error { return e.error }
 
 // inTx runs f in a write transaction and commits it.
-func (s *DB) inTx(ctx context.Context, what string, f func(*sql.Tx) error) error {
+func (s *DB) inTx(ctx context.Context, what string, f func(context.Context, *sql.Tx) error) error {
 	return s.inTxOpts(ctx, what, txOpts{}, f)
 }
 
-func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(*sql.Tx) error) error {
+// writeJob is one caller's write transaction body, waiting to run.
+type writeJob struct {
+	ctx  context.Context
+	what string
+	o    txOpts
+	f    func(context.Context, *sql.Tx) error
+	err  error
+	done bool // guarded by DB.writeMu
+}
+
+// maxBatch bounds how many callers' writes share one transaction.
+const maxBatch = 64
+
+// inTxOpts runs f in a write transaction. Writers of this process that
+// arrive while another one holds the write lock are committed together:
+// the next one to get the lock runs every body queued by then in one
+// transaction, each inside its own savepoint, so a body that fails is
+// rolled back alone and the others commit. Each body still sees the
+// effects of the ones before it, exactly as if they had run one after
+// another; only the commit (and on PostgreSQL the lock, the notification
+// and the round trips of BEGIN and COMMIT) is shared. A failed commit fails
+// every body of the batch.
+func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context.Context, *sql.Tx) error) error {
+	job := &writeJob{ctx: ctx, what: what, o: o, f: f}
+	s.queueMu.Lock()
+	s.queue = append(s.queue, job)
+	s.queueMu.Unlock()
+
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	// On SQLite, BeginTx is BEGIN IMMEDIATE (_txlock=immediate): it takes
-	// the database's write lock at once.
-	tx, err := s.db.BeginTx(ctx, nil)
+	if job.done { // a writer before us ran it
+		return job.err
+	}
+	s.queueMu.Lock()
+	n := min(len(s.queue), maxBatch)
+	batch := s.queue[:n:n]
+	s.queue = append([]*writeJob(nil), s.queue[n:]...)
+	s.queueMu.Unlock()
+	s.runBatch(batch)
+	return job.err
+}
+
+// runBatch runs jobs in one transaction and records each one's result.
+func (s *DB) runBatch(jobs []*writeJob) {
+	finish := func(err error) {
+		for _, j := range jobs {
+			if err != nil {
+				j.err = fmt.Errorf("failed to %s: %w", j.what, err)
+			}
+			j.done = true
+		}
+	}
+	if len(jobs) == 1 && jobs[0].ctx.Err() != nil {
+		finish(jobs[0].ctx.Err())
+		return
+	}
+	// The transaction outlives any one caller's context: each body's
+	// statements run under its own.
+	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
-		return fmt.Errorf("failed to %s: %w", what, err)
+		finish(err)
+		return
 	}
 	defer tx.Rollback()
-	if s.backend == BackendPostgres && !o.light {
+	light := true
+	for _, j := range jobs {
+		light = light && j.o.light
+	}
+	if s.backend == BackendPostgres && !light {
 		// One round trip takes the writers' lock and queues the wake-up,
 		// which PostgreSQL delivers at commit (and drops on rollback).
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", lockWriters, notifyChannel); err != nil {
-			return fmt.Errorf("failed to %s: %w", what, err)
+		if _, err := tx.Exec("SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", lockWriters, notifyChannel); err != nil {
+			finish(err)
+			return
 		}
 	}
-	ferr := f(tx)
-	var keep committedError
-	if ferr != nil && !errors.As(ferr, &keep) {
-		if isStoreError(ferr) {
-			return ferr
+	single := len(jobs) == 1
+	kept := 0
+	for _, j := range jobs {
+		if !single {
+			if _, err := tx.Exec("SAVEPOINT batch_job"); err != nil {
+				finish(err)
+				return
+			}
 		}
-		return fmt.Errorf("failed to %s: %w", what, ferr)
+		// A body that started runs to its end even if its caller gives
+		// up meanwhile: a statement cancelled half-way would cost the
+		// whole batch its connection (pgx closes it).
+		ferr := j.ctx.Err()
+		if ferr == nil {
+			ferr = j.f(context.WithoutCancel(j.ctx), tx)
+		}
+		var keep committedError
+		switch {
+		case ferr == nil || errors.As(ferr, &keep):
+			if keep.error != nil {
+				j.err = keep.error
+			}
+			kept++
+		case isStoreError(ferr):
+			j.err = ferr
+		default:
+			j.err = fmt.Errorf("failed to %s: %w", j.what, ferr)
+		}
+		if single {
+			continue
+		}
+		release := "RELEASE SAVEPOINT batch_job"
+		if j.err != nil && keep.error == nil {
+			release = "ROLLBACK TO SAVEPOINT batch_job"
+		}
+		if _, err := tx.Exec(release); err != nil {
+			finish(err)
+			return
+		}
+		if release != "RELEASE SAVEPOINT batch_job" {
+			if _, err := tx.Exec("RELEASE SAVEPOINT batch_job"); err != nil {
+				finish(err)
+				return
+			}
+		}
+	}
+	if kept == 0 {
+		for _, j := range jobs {
+			j.done = true
+		}
+		return // nothing to keep: the deferred rollback ends it
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("failed to %s: %w", what, err)
+		for _, j := range jobs {
+			j.err = fmt.Errorf("failed to %s: %w", j.what, err)
+			j.done = true
+		}
+		return
 	}
-	if !o.light {
+	for _, j := range jobs {
+		j.done = true
+	}
+	if !light {
 		s.watch.kick()
 	}
-	if ferr != nil {
-		return keep.error
-	}
-	return nil
 }
 
 // isStoreError reports whether err is one of the store's own refusals,
@@ -218,15 +331,57 @@ type execer interface {
 }
 
 func (s *DB) exec(ctx context.Context, q execer, query string, args ...any) (sql.Result, error) {
+	if st := s.stmt(ctx, q, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
 	return q.ExecContext(ctx, s.Rebind(query), args...)
 }
 
 func (s *DB) queryRow(ctx context.Context, q execer, query string, args ...any) *sql.Row {
+	if st := s.stmt(ctx, q, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return q.QueryRowContext(ctx, s.Rebind(query), args...)
 }
 
 func (s *DB) query(ctx context.Context, q execer, query string, args ...any) (*sql.Rows, error) {
+	if st := s.stmt(ctx, q, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
 	return q.QueryContext(ctx, s.Rebind(query), args...)
+}
+
+// maxStmts bounds the prepared statements kept (queries with a LIMIT
+// written in differ by their number).
+const maxStmts = 128
+
+// stmt returns query prepared for q on SQLite, where preparing a statement
+// costs about a third of a decision (pgx caches prepared statements per
+// connection by itself), or nil to run it unprepared.
+func (s *DB) stmt(ctx context.Context, q execer, query string) *sql.Stmt {
+	if s.backend != BackendSQLite {
+		return nil
+	}
+	v, ok := s.stmts.Load(query)
+	if !ok {
+		if s.nstmts.Load() >= maxStmts {
+			return nil
+		}
+		st, err := s.db.PrepareContext(ctx, query)
+		if err != nil {
+			return nil // run unprepared: the error comes back from there
+		}
+		if v, ok = s.stmts.LoadOrStore(query, st); ok {
+			st.Close()
+		} else {
+			s.nstmts.Add(1)
+		}
+	}
+	st := v.(*sql.Stmt)
+	if tx, ok := q.(*sql.Tx); ok {
+		return tx.StmtContext(ctx, st)
+	}
+	return st
 }
 
 func (o *Options) orDefault() *Options {

@@ -32,7 +32,9 @@
 //
 // Writers are serialised: SQLite has one writer; on PostgreSQL every
 // transaction that changes requests, grants or the audit chain first takes
-// one advisory transaction lock. So the change sequence (Changes) and the
+// one advisory transaction lock. Within one process, writers that queue
+// behind each other share one transaction (group commit), each in its own
+// savepoint, so one that fails is rolled back alone. So the change sequence (Changes) and the
 // audit chain's ids are handed out in commit order, and the audit table is
 // one hash chain whatever the number of writing processes: each row stores
 // the SHA-256 of the previous row's hash and its own content, so editing,

@@ -35,22 +35,22 @@ func TestMain(m *testing.M) {
 type backend struct {
 	name string
 	// open returns a new, empty store, closed when t ends.
-	open func(t *testing.T, o *Options) *DB
+	open func(t testing.TB, o *Options) *DB
 	// locate returns a new, empty database that several stores (or
 	// processes) can open: a SQLite file or a PostgreSQL database.
-	locate func(t *testing.T) Locator
+	locate func(t testing.TB) Locator
 }
 
 var backends = []backend{
 	{
 		name: "sqlite",
-		locate: func(t *testing.T) Locator {
+		locate: func(t testing.TB) Locator {
 			return Locator{Backend: BackendSQLite, Path: filepath.Join(t.TempDir(), "warden.db")}
 		},
 	},
 	{
 		name: "postgres",
-		locate: func(t *testing.T) Locator {
+		locate: func(t testing.TB) Locator {
 			return Locator{Backend: BackendPostgres, URL: pgtest.URL(t)}
 		},
 	},
@@ -59,7 +59,7 @@ var backends = []backend{
 func init() {
 	for i := range backends {
 		b := &backends[i]
-		b.open = func(t *testing.T, o *Options) *DB {
+		b.open = func(t testing.TB, o *Options) *DB {
 			t.Helper()
 			return openAt(t, b.locate(t), o)
 		}
@@ -67,7 +67,7 @@ func init() {
 }
 
 // openAt opens the database l, closed when t ends.
-func openAt(t *testing.T, l Locator, o *Options) *DB {
+func openAt(t testing.TB, l Locator, o *Options) *DB {
 	t.Helper()
 	if o == nil {
 		o = &Options{}

@@ -163,7 +163,7 @@ func (s *DB) DecideWithGrant(ctx context.Context, id string, t Transition, grant
 	}
 	var out *Approval
 	var g *Grant
-	err := s.inTx(ctx, "approve with a grant request "+id, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "approve with a grant request "+id, func(ctx context.Context, tx *sql.Tx) error {
 		cur, err := s.getApproval(ctx, tx, id)
 		if err != nil {
 			return err
@@ -206,7 +206,7 @@ func (s *DB) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (*Gra
 		return nil, ErrNoGrant
 	}
 	var g *Grant
-	err = s.inTx(ctx, "use a grant for "+a.Tool, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, "use a grant for "+a.Tool, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		var err error
 		g, err = scanGrant(s.queryRow(ctx, tx, `SELECT `+grantCols+` FROM grants
@@ -271,7 +271,7 @@ func (s *DB) ListGrants(ctx context.Context, f GrantFilter) ([]*Grant, error) {
 // RevokeGrant implements Grants.
 func (s *DB) RevokeGrant(ctx context.Context, id, by string) (*Grant, error) {
 	var out *Grant
-	err := s.inTx(ctx, "revoke grant "+id, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "revoke grant "+id, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		res, err := s.exec(ctx, tx, `UPDATE grants SET revoked_by = ?, revoked_at = ?, last_event = 'revoked', seq = `+nextGrantSeq+`
 			WHERE grant_id = ? AND revoked_at = 0 AND expires_at > ?`, by, now.UnixMilli(), id, now.UnixMilli())
@@ -302,7 +302,7 @@ func (s *DB) ExpireGrants(ctx context.Context) ([]*Grant, error) {
 		return nil, err
 	}
 	var out []*Grant
-	err = s.inTx(ctx, "record expired grants", func(tx *sql.Tx) error {
+	err = s.inTx(ctx, "record expired grants", func(ctx context.Context, tx *sql.Tx) error {
 		for _, g := range cands {
 			res, err := s.exec(ctx, tx, `UPDATE grants SET last_event = 'expired', seq = `+nextGrantSeq+`
 				WHERE grant_id = ? AND last_event IN ('created','used') AND revoked_at = 0 AND expires_at <= ?`, g.ID, s.now().UnixMilli())

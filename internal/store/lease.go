@@ -60,7 +60,7 @@ func (s *DB) AcquireLease(ctx context.Context, o Owner, ttl time.Duration) (*Lea
 	}
 	l := &Lease{ID: newLeaseID(), Owner: o}
 	l.Owner.Lease = l.ID
-	err := s.inTxOpts(ctx, "acquire a lease", txOpts{light: true}, func(tx *sql.Tx) error {
+	err := s.inTxOpts(ctx, "acquire a lease", txOpts{light: true}, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		l.ExpiresAt = now.Add(ttl).UTC()
 		_, err := s.exec(ctx, tx, `INSERT INTO leases (lease_id, host, pid, start, acquired_at, renewed_at, expires_at)
@@ -76,7 +76,7 @@ func (s *DB) AcquireLease(ctx context.Context, o Owner, ttl time.Duration) (*Lea
 // RenewLease implements Leases.
 func (s *DB) RenewLease(ctx context.Context, id string, ttl time.Duration) (*Lease, error) {
 	var l *Lease
-	err := s.inTxOpts(ctx, "renew lease "+id, txOpts{light: true}, func(tx *sql.Tx) error {
+	err := s.inTxOpts(ctx, "renew lease "+id, txOpts{light: true}, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		res, err := s.exec(ctx, tx, `UPDATE leases SET renewed_at = ?, expires_at = ? WHERE lease_id = ? AND expires_at > ?`,
 			now.UnixMilli(), now.Add(ttl).UnixMilli(), id, now.UnixMilli())
@@ -98,7 +98,7 @@ func (s *DB) RenewLease(ctx context.Context, id string, ttl time.Duration) (*Lea
 
 // ReleaseLease implements Leases.
 func (s *DB) ReleaseLease(ctx context.Context, id string) error {
-	return s.inTxOpts(ctx, "release lease "+id, txOpts{light: true}, func(tx *sql.Tx) error {
+	return s.inTxOpts(ctx, "release lease "+id, txOpts{light: true}, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.exec(ctx, tx, "UPDATE leases SET expires_at = ? WHERE lease_id = ? AND expires_at > ?",
 			s.now().UnixMilli(), id, s.now().UnixMilli())
 		return err
