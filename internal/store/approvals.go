@@ -189,25 +189,26 @@ func (s *DB) decideIn(ctx context.Context, tx *sql.Tx, id, op string, t Transiti
 		q += " AND expires_at > ? AND " + leaseLive
 		args = append(args, now.UnixMilli(), now.UnixMilli())
 	}
-	res, err := s.exec(ctx, tx, q, args...)
-	if err != nil {
+	// RETURNING hands back the decided row in the same round trip; only a
+	// refused decision reads the row again to say why.
+	cur, err := scanApproval(s.queryRow(ctx, tx, q+" RETURNING "+approvalCols, args...))
+	if err == nil {
+		return cur, s.appendIn(ctx, tx, id, rec)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	cur, err := s.getApproval(ctx, tx, id)
-	if err != nil {
+	if cur, err = s.getApproval(ctx, tx, id); err != nil {
 		return nil, err
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		if cur.State != Pending {
-			return nil, &ConflictError{ID: id, Op: op, State: cur.State, By: cur.DecidedBy}
-		}
-		if !cur.ExpiresAt.After(now) {
-			return nil, fmt.Errorf("approval request %s expired at %s: %w", id, cur.ExpiresAt.Format(time.RFC3339), ErrExpired)
-		}
-		// PENDING and unexpired: its caller's lease ran out.
-		return nil, s.cancelOrphanIn(ctx, tx, cur, op)
+	if cur.State != Pending {
+		return nil, &ConflictError{ID: id, Op: op, State: cur.State, By: cur.DecidedBy}
 	}
-	return cur, s.appendIn(ctx, tx, id, rec)
+	if !cur.ExpiresAt.After(now) {
+		return nil, fmt.Errorf("approval request %s expired at %s: %w", id, cur.ExpiresAt.Format(time.RFC3339), ErrExpired)
+	}
+	// PENDING and unexpired: its caller's lease ran out.
+	return nil, s.cancelOrphanIn(ctx, tx, cur, op)
 }
 
 // cancelOrphanIn cancels request a, whose caller's lease has expired, in tx
