@@ -153,7 +153,7 @@ func (e *Exporter) Write(ctx context.Context, rec *audit.Record) error {
 	if failed {
 		msg := r.Error
 		if msg == "" {
-			msg = r.Decision
+			msg = string(r.Decision)
 		}
 		span.SetStatus(codes.Error, msg)
 	}
@@ -206,7 +206,7 @@ func describe(r *audit.Record) (string, []attribute.KeyValue) {
 	add(semconv.GenAIConversationIDKey, r.Session)
 	add("warden.event", r.Event)
 	add("warden.workspace", r.Workspace)
-	add("warden.decision", r.Decision)
+	add("warden.decision", string(r.Decision))
 	add("warden.rule", r.Rule)
 	add("warden.decided_by", r.DecidedBy)
 	add("warden.reason", r.Reason)
@@ -223,7 +223,7 @@ func describe(r *audit.Record) (string, []attribute.KeyValue) {
 
 func summary(r *audit.Record) string {
 	parts := []string{r.Event}
-	for _, p := range []string{r.Tool, r.Decision} {
+	for _, p := range []string{r.Tool, string(r.Decision)} {
 		if p != "" {
 			parts = append(parts, p)
 		}
