@@ -355,11 +355,15 @@ func (s *DB) query(ctx context.Context, q execer, query string, args ...any) (*s
 // written in differ by their number).
 const maxStmts = 128
 
-// stmt returns query prepared for q on SQLite, where preparing a statement
-// costs about a third of a decision (pgx caches prepared statements per
-// connection by itself), or nil to run it unprepared.
+// stmt returns query prepared on SQLite, where preparing a statement costs
+// about a third of a short query (pgx caches prepared statements per
+// connection by itself), or nil to run it unprepared. Only reads outside
+// a transaction use it: preparing needs a connection of the pool, which a
+// body holding the write transaction must not wait for (an in-memory
+// database has one), and a fresh connection's setup may need the lock that
+// transaction holds.
 func (s *DB) stmt(ctx context.Context, q execer, query string) *sql.Stmt {
-	if s.backend != BackendSQLite {
+	if s.backend != BackendSQLite || s.path == ":memory:" || q != s.db {
 		return nil
 	}
 	v, ok := s.stmts.Load(query)
@@ -377,11 +381,7 @@ func (s *DB) stmt(ctx context.Context, q execer, query string) *sql.Stmt {
 			s.nstmts.Add(1)
 		}
 	}
-	st := v.(*sql.Stmt)
-	if tx, ok := q.(*sql.Tx); ok {
-		return tx.StmtContext(ctx, st)
-	}
-	return st
+	return v.(*sql.Stmt)
 }
 
 func (o *Options) orDefault() *Options {
