@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,9 +78,25 @@ func OpenSQLite(path string, opts *Options) (*DB, error) {
 	}
 	s := &DB{db: db, now: now, path: path, where: path, backend: BackendSQLite}
 	s.watch = newWatcher(s, poll, nil)
-	if err := s.migrate(context.Background()); err != nil {
-		db.Close()
-		return nil, err
+	// Processes that open a new database together race to switch it to
+	// WAL, and SQLite answers the loser "busy" without waiting its busy
+	// timeout: try again within that timeout.
+	deadline := time.Now().Add(busy)
+	for {
+		err = s.migrate(context.Background())
+		if err == nil {
+			return s, nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			db.Close()
+			return nil, err
+		}
+		time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
 	}
-	return s, nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (database is locked).
+func isBusy(err error) bool {
+	var se interface{ Code() int }
+	return errors.As(err, &se) && se.Code()&0xff == 5
 }
