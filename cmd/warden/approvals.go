@@ -51,7 +51,7 @@ supervisor's bearer token instead).`,
 				}
 				f.State = st
 			}
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}
@@ -82,7 +82,7 @@ supervisor's bearer token instead).`,
 		Short: "Show one approval request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 	if !slices.Contains(sups, as) {
 		return nil, "", nil, fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
 	}
-	st, err := app.OpenStore(db)
+	st, err := app.OpenStore(db, cfg.Store)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -164,7 +164,7 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 		Short: "List active grants (calls allowed without asking, per session, until they expire)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func TestApprovalsChild(t *testing.T) {
 	cfg := config.Default()
 	cfg.Security.Approval.NotifyChannel = "api"
 	cfg.Security.Approval.Supervisors = []config.Supervisor{{ID: "alice"}}
-	st, err := app.OpenStore(db)
+	st, err := app.OpenStore(db, config.Store{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestApprovalsGrantCLI(t *testing.T) {
 		"supervisors = [{id = \"alice\", token_env = \"ALICE_TOKEN\"}, {id = \"bob\", token_env = \"BOB_TOKEN\"}]\n"), 0o600)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("WARDEN_SUPERVISOR", "")
-	st, err := app.OpenStore(db)
+	st, err := app.OpenStore(db, config.Store{})
 	if err != nil {
 		t.Fatal(err)
 	}

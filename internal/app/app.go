@@ -131,7 +131,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		a.closers.add(f.Close)
 		mirror = append(mirror, f)
 	}
-	if a.store, err = OpenStore(o.DB); err != nil {
+	if a.store, err = OpenStore(o.DB, cfg.Store); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.store.Close)

@@ -157,6 +157,9 @@ func load(opts LoadOptions) (*Loaded, []*Error, error) {
 		sortErrors(ld.errs)
 		return nil, ld.sandbox, &Errors{List: ld.errs}
 	}
+	if ld.ceil != nil && ld.ceil.layer.has("store.url_env") {
+		ld.cfg.Store.Pinned = ld.ceil.managedAt("store.url_env")
+	}
 	out := &Loaded{Config: ld.cfg, Origin: map[string]string{}, Warnings: ld.warnings, Files: ld.files,
 		Managed: ld.managedFile, ceiling: ld.ceilingMap()}
 	for _, s := range flatten(ld.cfg) {

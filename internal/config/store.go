@@ -25,6 +25,9 @@ type Store struct {
 	// renewal: the longest a request of a process that died stays open
 	// before another process cancels it (3..600, default 15).
 	LeaseSecs int `toml:"lease_secs" yaml:"lease_secs" json:"lease_secs"`
+	// Pinned is set by Load when the managed policy writes url_env (its
+	// file:line): then no --db or WARDEN_DB may name another database.
+	Pinned string `toml:"-" yaml:"-" json:"-"`
 }
 
 // Telemetry is the [telemetry] section: OpenTelemetry export of tool

@@ -301,7 +301,11 @@ func (s *DB) MarkExecuted(ctx context.Context, id, result string, rec *audit.Rec
 	return out, err
 }
 
-// SweepOrphans implements Store.
+// SweepOrphans implements Store. A request is orphaned when its caller's
+// lease ran out, or when alive (if not nil) says its caller's process is
+// gone: a process on this host that exited is seen at once, without
+// waiting for its lease (alive answers true for other hosts, which only
+// their leases speak for).
 func (s *DB) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Approval, error) {
 	const open = "(state = 'PENDING' OR (state = 'APPROVED' AND claimed = 0))"
 	dead, err := s.queryApprovals(ctx, "SELECT "+approvalCols+" FROM approvals WHERE "+open+
@@ -310,23 +314,32 @@ func (s *DB) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Appro
 		return nil, err
 	}
 	if alive != nil {
-		// Requests written before leases, or by a caller without one:
-		// judged by their process.
-		unleased, err := s.queryApprovals(ctx, "SELECT "+approvalCols+" FROM approvals WHERE "+open+" AND owner_lease = ''")
+		owners, err := s.openOwners(ctx)
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range unleased {
-			if !alive(a.Owner) {
-				dead = append(dead, a)
+		for _, o := range owners {
+			if alive(o) {
+				continue
 			}
+			list, err := s.queryApprovals(ctx, "SELECT "+approvalCols+" FROM approvals WHERE "+open+
+				" AND owner_lease = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ?", o.Lease, o.Host, o.PID, o.Start)
+			if err != nil {
+				return nil, err
+			}
+			dead = append(dead, list...)
 		}
 	}
 	var out []*Approval
+	seen := map[string]bool{}
 	for _, a := range dead {
-		why := leaseGoneReason(a)
-		if a.Owner.Lease == "" {
-			why = fmt.Sprintf("the process that asked (pid %d) exited before the request was executed", a.Owner.PID)
+		if seen[a.ID] {
+			continue
+		}
+		seen[a.ID] = true
+		why := fmt.Sprintf("the process that asked (host %s, pid %d) exited before the request was executed", a.Owner.Host, a.Owner.PID)
+		if a.Owner.Lease != "" && !s.leaseAlive(ctx, a.Owner.Lease) {
+			why = leaseGoneReason(a)
 		}
 		err := s.inTx(ctx, "cancel orphaned approval request "+a.ID, func(ctx context.Context, tx *sql.Tx) error {
 			done, err := s.cancelIn(ctx, tx, a, why)
@@ -348,4 +361,30 @@ func (s *DB) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Appro
 		return out, fmt.Errorf("failed to remove old leases: %w", err)
 	}
 	return out, nil
+}
+
+// openOwners lists the distinct callers of the requests still open.
+func (s *DB) openOwners(ctx context.Context) ([]Owner, error) {
+	rows, err := s.query(ctx, s.db, `SELECT DISTINCT owner_host, owner_pid, owner_start, owner_lease FROM approvals
+		WHERE state = 'PENDING' OR (state = 'APPROVED' AND claimed = 0)`)
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the callers of open requests: %w", err)
+	}
+	defer rows.Close()
+	var out []Owner
+	for rows.Next() {
+		var o Owner
+		if err := rows.Scan(&o.Host, &o.PID, &o.Start, &o.Lease); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// leaseAlive reports whether lease id is unexpired at the store's now.
+func (s *DB) leaseAlive(ctx context.Context, id string) bool {
+	var n int
+	err := s.queryRow(ctx, s.db, "SELECT COUNT(*) FROM leases WHERE lease_id = ? AND expires_at > ?", id, s.now().UnixMilli()).Scan(&n)
+	return err == nil && n > 0
 }

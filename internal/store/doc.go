@@ -49,10 +49,13 @@
 // decision or claim on one cancels it (with an audit row) and is refused,
 // and SweepOrphans cancels the rest. A process that dies (SIGKILL) or is cut
 // off from the database therefore has its requests CANCELLED within the
-// lease period, and cannot run one when it comes back. Requests without a
-// lease (written before leases, or by a caller without one) are judged by
-// host, pid and the pid's start time, so a reused pid does not keep a dead
-// owner's request alive.
+// lease period, and cannot run one when it comes back. A sweeper on the
+// caller's own host also checks its pid and the pid's start time, so the
+// requests of a local process that exited are cancelled at once, without
+// waiting for the lease (a reused pid does not keep them alive); requests
+// without a lease (written before leases) are judged that way only. Hosts
+// are told apart by hostname: two hosts (or containers) sharing one name
+// and one database may cancel each other's requests early (never run them).
 //
 // Grants follow the same rules: a grant is written in the transaction that
 // approves its request, conditional on that request being PENDING and

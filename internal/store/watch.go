@@ -53,10 +53,15 @@ func (w *watcher) add(id string) (<-chan struct{}, func()) {
 	}
 	w.subs[id][ch] = struct{}{}
 	if !w.started {
+		// The starting position is read before Watch returns: a change
+		// committed after it is signalled even if the reader goroutine
+		// has not run yet.
 		w.started = true
 		ctx, cancel := context.WithCancel(context.Background())
 		w.cancel = cancel
-		go w.run(ctx)
+		after, _ := w.s.ChangeHead(ctx)
+		gafter, _ := w.s.GrantHead(ctx)
+		go w.run(ctx, after, gafter)
 	}
 	var once sync.Once
 	return ch, func() {
@@ -103,15 +108,13 @@ func (w *watcher) close() {
 	}
 }
 
-func (w *watcher) run(ctx context.Context) {
+func (w *watcher) run(ctx context.Context, after, gafter int64) {
 	defer close(w.done)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if w.listen != nil {
 		wg.Go(func() { w.listen(ctx, w.kick) })
 	}
-	after, _ := w.s.ChangeHead(ctx)
-	gafter, _ := w.s.GrantHead(ctx)
 	t := time.NewTicker(w.poll)
 	defer t.Stop()
 	for {
