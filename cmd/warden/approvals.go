@@ -17,10 +17,9 @@ import (
 	"github.com/wardenhq/warden/internal/store"
 )
 
-// dbFlag adds --db to cmd: the approvals database, default $WARDEN_DB or
-// $XDG_STATE_HOME/warden/warden.db.
+// dbFlag adds --db to cmd: the approvals database (app.OpenStore).
 func dbFlag(cmd *cobra.Command) *string {
-	return cmd.PersistentFlags().String("db", "", "approvals and audit database (default $WARDEN_DB, else $XDG_STATE_HOME/warden/warden.db)")
+	return cmd.PersistentFlags().String("db", "", "approvals and audit database: PATH, sqlite:PATH, postgres (URL in $WARDEN_DATABASE_URL or the variable [store] url_env names) or postgres:VAR (default $WARDEN_DB, else [store] url_env, else $XDG_STATE_HOME/warden/warden.db)")
 }
 
 func newApprovalsCmd(g *globalFlags) *cobra.Command {
