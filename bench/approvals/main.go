@@ -133,7 +133,27 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 	defer lease.Close()
 	var created atomic.Int64
 	var createdAt sync.Map // id → time the request was committed
+	var createSome func(n int) error
+	// create stores n requests from up to 16 goroutines at once: many
+	// agents asking, so the producer keeps up with 50 deciders.
 	create := func(n int) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		per := (n + 15) / 16
+		for from := 0; from < n; from += per {
+			k := min(per, n-from)
+			wg.Go(func() { errs <- createSome(k) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	createSome = func(n int) error {
 		for range n {
 			now := time.Now()
 			args := json.RawMessage(fmt.Sprintf(`{"command":"make test-%d"}`, created.Load()))

@@ -61,9 +61,15 @@ func (s *DB) appendIn(ctx context.Context, tx *sql.Tx, requestID string, rec *au
 
 func (s *DB) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditRow, error) {
 	prev, last := GenesisHash, int64(0)
-	err := tx.QueryRowContext(ctx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("failed to read the audit chain head: %w", err)
+	if s.head.tx == tx {
+		// Appended earlier in this transaction, which holds the writers'
+		// lock: nobody else can have moved the head.
+		last, prev = s.head.id, s.head.hash
+	} else {
+		err := tx.QueryRowContext(ctx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("failed to read the audit chain head: %w", err)
+		}
 	}
 	r := *rec
 	if r.Time.IsZero() {
@@ -81,6 +87,7 @@ func (s *DB) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditR
 	if err != nil {
 		return nil, fmt.Errorf("failed to append audit row %d: %w", id, err)
 	}
+	s.head.tx, s.head.id, s.head.hash = tx, id, hash
 	return &AuditRow{ID: id, Time: time.UnixMilli(ms).UTC(), Record: r, PrevHash: prev, Hash: hash}, nil
 }
 

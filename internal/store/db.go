@@ -52,6 +52,13 @@ type DB struct {
 	// in order, instead of waiting in the database while holding pool
 	// connections that readers need.
 	writeMu sync.Mutex
+	// head is the audit chain's last row as appended in the transaction
+	// tx, so a batch reads it once (guarded by writeMu).
+	head struct {
+		tx   *sql.Tx
+		id   int64
+		hash string
+	}
 	// queue holds the write jobs waiting for writeMu (inTxOpts).
 	queueMu sync.Mutex
 	queue   []*writeJob
@@ -213,6 +220,7 @@ func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context
 
 // runBatch runs jobs in one transaction and records each one's result.
 func (s *DB) runBatch(jobs []*writeJob) {
+	defer func() { s.head.tx = nil }()
 	finish := func(err error) {
 		for _, j := range jobs {
 			if err != nil {
@@ -279,6 +287,7 @@ func (s *DB) runBatch(jobs []*writeJob) {
 		release := "RELEASE SAVEPOINT batch_job"
 		if j.err != nil && keep.error == nil {
 			release = "ROLLBACK TO SAVEPOINT batch_job"
+			s.head.tx = nil // the rows it appended are gone
 		}
 		if _, err := tx.Exec(release); err != nil {
 			finish(err)
