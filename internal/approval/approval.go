@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Request is a supervised tool call waiting for a person's decision. What
@@ -18,6 +19,15 @@ type Request struct {
 	Rule string
 	// Risk is a human summary: a command's parse and class, an edit's diff.
 	Risk string
+	// MaxWait, when positive, lets the request outlive its caller: Ask
+	// waits at most this long, then returns a *PendingError while the
+	// request stays PENDING (owned by no process) until a person decides it
+	// or it expires; the caller's context ending does not cancel it either.
+	// An identical later Ask (same binding hash) takes it up: it waits on
+	// it again, runs it once if it was approved meanwhile, or gets the
+	// denial and its reason. Zero: Ask waits for the decision or the
+	// timeout, and the caller's end cancels the request.
+	MaxWait time.Duration
 }
 
 // Outcome is how a request was decided.

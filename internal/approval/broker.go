@@ -117,6 +117,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to cancel orphaned approval requests: %w", err)
 	}
+	if err := b.expireLeft(ctx); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -178,6 +181,12 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 	} else if ok {
 		return Outcome{ID: a.ID, Approved: true, Grant: g.ID, By: a.DecidedBy, Reason: a.Reason, State: string(store.Approved), Args: a.Args, ArgsHash: a.ArgsHash}, nil
 	}
+	if req.MaxWait > 0 {
+		a.Owner = store.Unowned
+		if out, ok, err := b.takeUp(ctx, a, req.MaxWait); ok {
+			return out, err
+		}
+	}
 	if b.o.Prompt == nil && (!b.o.Remote || len(b.o.Supervisors) == 0) {
 		err := &NoChannelError{Tool: tool, Rule: req.Rule}
 		rec := b.record(a, "approval", "denied")
@@ -189,7 +198,7 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		b.mirror(ctx, "", rec)
 		return Outcome{State: string(store.Denied), Reason: "no approval channel can reach a supervisor"}, err
 	}
-	return b.askOnce(ctx, a)
+	return b.askOnce(ctx, a, req.MaxWait, false)
 }
 
 // group is the one PENDING request that identical asks share: same
@@ -198,11 +207,16 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 type group struct {
 	key     string
 	id      string
+	tool    string
+	expires time.Time
 	waiters int // callers still waiting for it
-	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed once out and err are final
-	out     Outcome
-	err     error
+	// leavable: a caller past its MaxWait (or whose context ended) leaves
+	// the request PENDING instead of cancelling it (Request.MaxWait).
+	leavable bool
+	cancel   context.CancelCauseFunc
+	done     chan struct{} // closed once out and err are final
+	out      Outcome
+	err      error
 }
 
 // collapsed counts the executions still expected for an approved request
@@ -224,8 +238,9 @@ var collapsedRuns = struct {
 // askOnce stores a as a PENDING request and waits for its decision, unless
 // an identical request of this broker is already PENDING: then the call
 // waits on that one and gets its decision, without a second row or a
-// second notification.
-func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error) {
+// second notification. stored means a is already in the store: a request an
+// earlier identical call left waiting (Request.MaxWait), taken up again.
+func (b *Broker) askOnce(ctx context.Context, a *store.Approval, maxWait time.Duration, stored bool) (Outcome, error) {
 	b.mu.Lock()
 	if g := b.groups[a.ArgsHash]; g != nil {
 		g.waiters++
@@ -237,23 +252,35 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error
 		}
 		b.mirror(ctx, g.id, rec)
 		b.log.Info("identical approval request collapsed into a pending one", "id", g.id, "tool", a.Tool)
-		return b.await(ctx, g)
+		b.notifyCaller(ctx, g.id, a)
+		return b.await(ctx, g, maxWait)
 	}
 	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	g := &group{key: a.ArgsHash, id: a.ID, waiters: 1, cancel: cancel, done: make(chan struct{})}
+	g := &group{key: a.ArgsHash, id: a.ID, tool: a.Tool, expires: a.ExpiresAt, waiters: 1, leavable: maxWait > 0,
+		cancel: cancel, done: make(chan struct{})}
 	b.groups[g.key] = g
 	b.mu.Unlock()
 
-	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
-		err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
-		b.finish(g, Outcome{State: string(store.Denied)}, err)
-		return Outcome{State: string(store.Denied)}, err
-	}
-	b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
-	p := pendingOf(a)
-	for _, ch := range b.o.Channels {
-		if err := ch.Notify(ctx, p); err != nil {
-			b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+	if stored {
+		rec := b.record(a, "approval_resumed", "")
+		rec.Reason = "an identical call takes up the request an earlier one left waiting"
+		if _, err := b.o.Store.AppendAudit(ctx, rec); err != nil {
+			b.log.Warn("failed to audit a resumed request", "id", a.ID, "err", err)
+		}
+		b.mirror(ctx, a.ID, rec)
+		b.notifyCaller(ctx, a.ID, a)
+	} else {
+		if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
+			err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
+			b.finish(g, Outcome{State: string(store.Denied)}, err)
+			return Outcome{State: string(store.Denied)}, err
+		}
+		b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
+		p := pendingOf(a)
+		for _, ch := range b.o.Channels {
+			if err := ch.Notify(ctx, p); err != nil {
+				b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+			}
 		}
 	}
 	b.log.Info("approval request pending", "id", a.ID, "tool", a.Tool, "expires", a.ExpiresAt.Format(time.RFC3339),
@@ -262,7 +289,7 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error
 		out, err := b.wait(gctx, a)
 		b.finish(g, out, err)
 	}()
-	return b.await(ctx, g)
+	return b.await(ctx, g, maxWait)
 }
 
 // finish publishes the group's outcome to its waiters.
@@ -282,19 +309,29 @@ func (b *Broker) finish(g *group, out Outcome, err error) {
 	g.cancel(nil)
 }
 
-// await returns the group's outcome, or leaves it when ctx ends. The last
-// waiter to leave cancels the request; the others leave it to the rest.
-func (b *Broker) await(ctx context.Context, g *group) (Outcome, error) {
+// await returns the group's outcome, or leaves it when ctx ends (or, for
+// a leavable group, after maxWait). The last waiter to leave cancels the
+// request; the others leave it to the rest. A leavable group's request is
+// never cancelled by a leaving caller: it stays PENDING for a later
+// identical call (takeUp), and the caller gets a *PendingError.
+func (b *Broker) await(ctx context.Context, g *group, maxWait time.Duration) (Outcome, error) {
+	var leave <-chan time.Time
+	if g.leavable && maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		leave = t.C
+	}
 	select {
 	case <-g.done:
-		return g.out, g.err
+		return b.left(g, maxWait)
 	case <-ctx.Done():
+	case <-leave:
 	}
 	b.mu.Lock()
 	select {
 	case <-g.done: // decided meanwhile: this caller was counted for it
 		b.mu.Unlock()
-		return g.out, g.err
+		return b.left(g, maxWait)
 	default:
 	}
 	g.waiters--
@@ -303,6 +340,14 @@ func (b *Broker) await(ctx context.Context, g *group) (Outcome, error) {
 		delete(b.groups, g.key) // a new identical call asks anew
 	}
 	b.mu.Unlock()
+	if g.leavable {
+		if !last {
+			return Outcome{ID: g.id, State: string(store.Pending)}, b.pendingError(g, maxWait)
+		}
+		g.cancel(errLeft)
+		<-g.done
+		return b.left(g, maxWait)
+	}
 	if !last {
 		return Outcome{ID: g.id, State: string(store.Cancelled), Reason: "the caller stopped waiting; identical calls still wait on the request"},
 			fmt.Errorf("stopped waiting for approval request %s: %w", g.id, ctx.Err())
@@ -345,17 +390,18 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 		select {
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
+			if errors.Is(cause, errLeft) {
+				// Every caller left a request that outlives them: it stays
+				// PENDING for a person and a later identical call.
+				return Outcome{ID: a.ID, State: string(store.Pending)}, errLeft
+			}
 			out, err := b.end(bg, a, store.Transition{To: store.Cancelled, Decision: "cancelled", By: "caller", Reason: "the caller stopped waiting: " + cause.Error()})
 			if err == nil && out.State == string(store.Cancelled) {
 				return out, fmt.Errorf("approval request %s cancelled: %w", a.ID, cause)
 			}
 			return out, err
 		case <-timer.C:
-			t := store.Transition{To: store.TimedOut, Decision: "timed_out", By: "timeout", Reason: fmt.Sprintf("no decision within %s", b.o.Timeout)}
-			if b.o.OnTimeout == config.PolicyAllow {
-				t = store.Transition{To: store.Approved, Decision: "approved", By: "timeout", Reason: fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout)}
-			}
-			return b.end(bg, a, t)
+			return b.end(bg, a, b.timeoutTransition())
 		case r := <-promptCh:
 			promptCh = nil
 			t := store.Transition{To: store.Denied, Decision: "denied", By: TerminalSupervisor}

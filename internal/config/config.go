@@ -136,8 +136,10 @@ type AutoApprove struct {
 	PathPattern    string `toml:"path_pattern" yaml:"path_pattern" json:"path_pattern,omitempty"`
 	URLPattern     string `toml:"url_pattern" yaml:"url_pattern" json:"url_pattern,omitempty"`
 	ArgsPattern    string `toml:"args_pattern" yaml:"args_pattern" json:"args_pattern,omitempty"`
-	// Line is where the rule was written, for error messages.
-	Line int `toml:"-" yaml:"-" json:"-"`
+	// File and Line are where the rule was written, for error messages
+	// and for explain.
+	File string `toml:"-" yaml:"-" json:"-"`
+	Line int    `toml:"-" yaml:"-" json:"-"`
 }
 
 // HTTP is [security.http], for http_request.

@@ -284,7 +284,7 @@ func (l *layer) validateApproval() {
 	for i := range a.AutoApprove {
 		r := &a.AutoApprove[i]
 		e := idx(p+".auto_approve", i)
-		r.Line = l.at(e).line
+		r.File, r.Line = l.file, l.at(e).line
 		if n, ok := NormalizeTool(r.Tool); !ok {
 			l.bad(e+".tool", r.Tool, "unknown tool")
 		} else {

@@ -272,10 +272,20 @@ func (s *SQLite) Get(ctx context.Context, id string) (*Approval, error) {
 // List implements Store.
 func (s *SQLite) List(ctx context.Context, f Filter) ([]*Approval, error) {
 	q := "SELECT " + approvalCols + " FROM approvals"
-	var args []any
+	var (
+		args  []any
+		where []string
+	)
 	if f.State != "" {
-		q += " WHERE state = ?"
+		where = append(where, "state = ?")
 		args = append(args, string(f.State))
+	}
+	if f.ArgsHash != "" {
+		where = append(where, "args_hash = ?")
+		args = append(args, f.ArgsHash)
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY created_at DESC, seq DESC"
 	if f.Limit > 0 {
@@ -437,7 +447,7 @@ func (s *SQLite) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*A
 	}
 	var out []*Approval
 	for _, a := range cands {
-		if alive(a.Owner) {
+		if a.Owner == Unowned || alive(a.Owner) {
 			continue
 		}
 		err := s.inTx(ctx, "cancel orphaned approval request "+a.ID, func(tx *sql.Tx) error {

@@ -84,7 +84,10 @@ type Transition struct {
 // Filter selects approval requests for List.
 type Filter struct {
 	State State // "" for every state
-	Limit int   // 0 for no limit
+	// ArgsHash selects the requests for one exact call (its binding
+	// hash); "" for every call.
+	ArgsHash string
+	Limit    int // 0 for no limit
 }
 
 // AuditRow is one row of the audit chain.
@@ -130,8 +133,9 @@ type Store interface {
 	// MarkExecuted moves a claimed APPROVED request to EXECUTED, once.
 	MarkExecuted(ctx context.Context, id, result string, rec *audit.Record) (*Approval, error)
 	// SweepOrphans cancels requests whose owner is gone (alive reports
-	// false): PENDING ones, and APPROVED ones never claimed. Each gets an
-	// audit row. It returns the requests it cancelled.
+	// false): PENDING ones, and APPROVED ones never claimed. Requests owned
+	// by Unowned are never swept. Each gets an audit row. It returns the
+	// requests it cancelled.
 	SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Approval, error)
 
 	// AppendAudit appends rec to the audit chain.

@@ -1,0 +1,158 @@
+package approval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// Requests that outlive their caller (Request.MaxWait).
+//
+// An MCP client gives up on a call after about a minute, and a host runs a
+// hook within its own timeout, while a person may take minutes to decide.
+// So such a caller waits at most MaxWait, then leaves the request PENDING,
+// owned by no process (store.Unowned), and tells the model that a person
+// has been asked and that the same call can be made again. The request is
+// bound to the call by its binding hash; an identical later Ask finds it
+// (takeUp) and waits on it again, runs it once if it was approved meanwhile,
+// or gets its denial. Nothing is cancelled because a caller went away.
+
+// ErrPending means the caller stopped waiting while its request is still
+// PENDING: a person may still decide it, and an identical call takes it up.
+var ErrPending = errors.New("the approval request is still pending")
+
+// errLeft is the cause with which the last caller of a leavable request
+// stops the broker's wait on it, leaving it PENDING.
+var errLeft = errors.New("every caller left the request waiting for a person")
+
+// PendingError is Ask's answer when a request outlives its caller.
+type PendingError struct {
+	ID        string
+	Tool      string
+	ExpiresAt time.Time
+	// Waited is how long this caller waited.
+	Waited time.Duration
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("approval request %s for %s is still pending after %s (it expires at %s)",
+		e.ID, e.Tool, e.Waited.Round(time.Second), e.ExpiresAt.UTC().Format(time.RFC3339))
+}
+
+// Unwrap makes errors.Is(err, ErrPending) true.
+func (e *PendingError) Unwrap() error { return ErrPending }
+
+// CallNotifier is a Channel that tells the caller itself which request it
+// waits for (an MCP progress notification). Unlike the channels that reach
+// a person, it is told again when a later identical call takes up a request
+// left waiting.
+type CallNotifier interface {
+	Channel
+	NotifiesCaller()
+}
+
+// takeUp looks for the request an identical earlier call left (same binding
+// hash, owned by no process) and, when there is one, answers from it: a
+// PENDING one is waited on again, an APPROVED one not yet claimed is claimed
+// and run (once), a DENIED one gives its denial until it would have expired.
+// ok false means there is none to take up: ask anew.
+func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Duration) (out Outcome, ok bool, err error) {
+	l, err := b.o.Store.List(ctx, store.Filter{ArgsHash: a.ArgsHash, Limit: 1})
+	if err != nil {
+		return Outcome{State: string(store.Denied)}, true, fmt.Errorf("failed to look for an earlier request for %s: %w", a.Tool, err)
+	}
+	if len(l) == 0 {
+		return Outcome{}, false, nil
+	}
+	cur := l[0]
+	if cur.Owner != store.Unowned || cur.Tool != a.Tool || cur.Workspace != a.Workspace || cur.Session != a.Session ||
+		!bytes.Equal(cur.Args, a.Args) {
+		return Outcome{}, false, nil
+	}
+	now := time.Now()
+	switch cur.State {
+	case store.Pending:
+		if !now.Before(cur.ExpiresAt) {
+			out, err := b.end(ctx, cur, b.timeoutTransition())
+			if err == nil && out.Approved {
+				return out, true, nil // on_timeout = allow
+			}
+			return Outcome{}, false, nil
+		}
+		out, err := b.askOnce(ctx, cur, maxWait, true)
+		return out, true, err
+	case store.Approved:
+		if cur.Claimed {
+			return Outcome{}, false, nil
+		}
+		out, err := b.settled(ctx, cur)
+		return out, true, err
+	case store.Denied:
+		if now.Before(cur.ExpiresAt) {
+			return Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: string(cur.State)}, true, nil
+		}
+	}
+	return Outcome{}, false, nil
+}
+
+// left is the outcome for a caller of g once g is done: the decision, or a
+// *PendingError when every caller left it waiting.
+func (b *Broker) left(g *group, maxWait time.Duration) (Outcome, error) {
+	if errors.Is(g.err, errLeft) {
+		return Outcome{ID: g.id, State: string(store.Pending)}, b.pendingError(g, maxWait)
+	}
+	return g.out, g.err
+}
+
+func (b *Broker) pendingError(g *group, waited time.Duration) error {
+	return &PendingError{ID: g.id, Tool: g.tool, ExpiresAt: g.expires, Waited: waited}
+}
+
+// notifyCaller tells the caller's own channels (CallNotifier) that it waits
+// on request id, which another call created.
+func (b *Broker) notifyCaller(ctx context.Context, id string, a *store.Approval) {
+	p := pendingOf(a)
+	p.ID = id
+	for _, ch := range b.o.Channels {
+		if cn, ok := ch.(CallNotifier); ok {
+			if err := cn.Notify(ctx, p); err != nil {
+				b.log.Warn("failed to tell the caller which request it waits for", "id", id, "err", err)
+			}
+		}
+	}
+}
+
+// timeoutTransition is how an expired request ends: TIMED_OUT, or approved
+// under on_timeout = "allow".
+func (b *Broker) timeoutTransition() store.Transition {
+	if b.o.OnTimeout == config.PolicyAllow {
+		return store.Transition{To: store.Approved, Decision: "approved", By: "timeout", Reason: fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout)}
+	}
+	return store.Transition{To: store.TimedOut, Decision: "timed_out", By: "timeout", Reason: fmt.Sprintf("no decision within %s", b.o.Timeout)}
+}
+
+// expireLeft ends the requests left waiting whose time is up: no process
+// waits on them to do it.
+func (b *Broker) expireLeft(ctx context.Context) error {
+	l, err := b.o.Store.List(ctx, store.Filter{State: store.Pending})
+	if err != nil {
+		return fmt.Errorf("failed to look for expired approval requests: %w", err)
+	}
+	now := time.Now()
+	for _, a := range l {
+		if a.Owner != store.Unowned || now.Before(a.ExpiresAt) {
+			continue
+		}
+		t := b.timeoutTransition()
+		if _, err := b.o.Store.Resolve(ctx, a.ID, t, b.decisionRecord(a, t)); err != nil && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("failed to end expired approval request %s: %w", a.ID, err)
+		}
+		b.log.Info("approval request left waiting expired", "id", a.ID, "tool", a.Tool)
+	}
+	return nil
+}
