@@ -182,7 +182,6 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		return Outcome{ID: a.ID, Approved: true, Grant: g.ID, By: a.DecidedBy, Reason: a.Reason, State: string(store.Approved), Args: a.Args, ArgsHash: a.ArgsHash}, nil
 	}
 	if req.MaxWait > 0 {
-		a.Owner = store.Unowned
 		if out, ok, err := b.takeUp(ctx, a, req.MaxWait); ok {
 			return out, err
 		}
@@ -392,7 +391,13 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 			cause := context.Cause(ctx)
 			if errors.Is(cause, errLeft) {
 				// Every caller left a request that outlives them: it stays
-				// PENDING for a person and a later identical call.
+				// for a person and a later identical call, owned by no
+				// process, so that no sweep cancels it. A decision that
+				// raced in is not lost: nobody received it, and the
+				// identical call takes it up.
+				if _, err := b.o.Store.SetOwner(bg, a.ID, b.owner, store.Unowned); err != nil {
+					b.log.Warn("failed to leave an approval request waiting", "id", a.ID, "err", err)
+				}
 				return Outcome{ID: a.ID, State: string(store.Pending)}, errLeft
 			}
 			out, err := b.end(bg, a, store.Transition{To: store.Cancelled, Decision: "cancelled", By: "caller", Reason: "the caller stopped waiting: " + cause.Error()})

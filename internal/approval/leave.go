@@ -16,11 +16,15 @@ import (
 // An MCP client gives up on a call after about a minute, and a host runs a
 // hook within its own timeout, while a person may take minutes to decide.
 // So such a caller waits at most MaxWait, then leaves the request PENDING,
-// owned by no process (store.Unowned), and tells the model that a person
-// has been asked and that the same call can be made again. The request is
-// bound to the call by its binding hash; an identical later Ask finds it
-// (takeUp) and waits on it again, runs it once if it was approved meanwhile,
-// or gets its denial. Nothing is cancelled because a caller went away.
+// handed to no process (store.Unowned) so that no sweep cancels it, and
+// tells the model that a person has been asked and that the same call can
+// be made again. The request is bound to the call by its binding hash; an
+// identical later Ask finds it (takeUp), takes it back and waits on it
+// again, runs it once if it was approved meanwhile, or gets its denial. A
+// decision a waiting caller received is never taken up again: that caller
+// still owned the request. Nothing is cancelled because a caller went away
+// (a process killed while it waits still has its request swept, as any
+// other: keep MaxWait below the time after which the caller is killed).
 
 // ErrPending means the caller stopped waiting while its request is still
 // PENDING: a person may still decide it, and an identical call takes it up.
@@ -60,7 +64,8 @@ type CallNotifier interface {
 // hash, owned by no process) and, when there is one, answers from it: a
 // PENDING one is waited on again, an APPROVED one not yet claimed is claimed
 // and run (once), a DENIED one gives its denial until it would have expired.
-// ok false means there is none to take up: ask anew.
+// ok false means there is none to take up: ask anew. A request left waiting
+// has outlived its time when the store's expiry has passed.
 func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Duration) (out Outcome, ok bool, err error) {
 	l, err := b.o.Store.List(ctx, store.Filter{ArgsHash: a.ArgsHash, Limit: 1})
 	if err != nil {
@@ -84,6 +89,11 @@ func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Dur
 			}
 			return Outcome{}, false, nil
 		}
+		if ok, err := b.o.Store.SetOwner(ctx, cur.ID, store.Unowned, b.owner); err != nil {
+			return Outcome{State: string(store.Denied)}, true, fmt.Errorf("failed to take up approval request %s: %w", cur.ID, err)
+		} else if ok {
+			cur.Owner = b.owner
+		}
 		out, err := b.askOnce(ctx, cur, maxWait, true)
 		return out, true, err
 	case store.Approved:
@@ -93,7 +103,8 @@ func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Dur
 		out, err := b.settled(ctx, cur)
 		return out, true, err
 	case store.Denied:
-		if now.Before(cur.ExpiresAt) {
+		// The denial reaches this caller; taken back, it is not repeated.
+		if ok, err := b.o.Store.SetOwner(ctx, cur.ID, store.Unowned, b.owner); err == nil && ok {
 			return Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: string(cur.State)}, true, nil
 		}
 	}
@@ -155,4 +166,20 @@ func (b *Broker) expireLeft(ctx context.Context) error {
 		b.log.Info("approval request left waiting expired", "id", a.ID, "tool", a.Tool)
 	}
 	return nil
+}
+
+type maxWaitKey struct{}
+
+// WithMaxWait returns ctx saying that a call made with it waits at most d
+// for a person (Request.MaxWait): the MCP server sets it, since MCP clients
+// give up on a call after about a minute. The engine reads it with
+// MaxWaitFrom; it wins over the engine's own setting.
+func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, maxWaitKey{}, d)
+}
+
+// MaxWaitFrom returns the wait WithMaxWait put in ctx, and whether there is one.
+func MaxWaitFrom(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(maxWaitKey{}).(time.Duration)
+	return d, ok
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -118,8 +117,8 @@ func TestLeftRequestTakenUpWhilePending(t *testing.T) {
 	})
 }
 
-// A denial answers the same call made again (with its reason) until the
-// request would have expired; then the call is asked anew.
+// A denial nobody received answers the same call made again, once, with
+// its reason; the call after that is asked anew.
 func TestLeftRequestDenied(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := memStore(t)
@@ -132,20 +131,38 @@ func TestLeftRequestDenied(t *testing.T) {
 		if _, err := b.Decide(t.Context(), pe.ID, "bob", false, "use the staging db"); err != nil {
 			t.Fatal(err)
 		}
-		for range 2 {
-			r := <-ask(b, t.Context(), leaving())
-			if r.err != nil || r.out.State != "DENIED" || r.out.Reason != "use the staging db" || r.out.ID != pe.ID {
-				t.Fatalf("got %+v, %v", r.out, r.err)
-			}
+		r = <-ask(b, t.Context(), leaving())
+		if r.err != nil || r.out.State != "DENIED" || r.out.Reason != "use the staging db" || r.out.ID != pe.ID {
+			t.Fatalf("got %+v, %v", r.out, r.err)
 		}
 		first := pe.ID
-		time.Sleep(5 * time.Minute)
 		r = <-ask(b, t.Context(), leaving())
 		if !errors.As(r.err, &pe) || pe.ID == first {
-			t.Fatalf("after expiry: %+v, %v", r.out, r.err)
+			t.Fatalf("after the denial was told: %+v, %v", r.out, r.err)
 		}
 		if n := countRequests(t, s); n != 2 {
 			t.Errorf("%d requests, want 2", n)
+		}
+	})
+}
+
+// A denial the waiting caller received is not taken up by the next call.
+func TestDeliveredDenialNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memStore(t)
+		b := newBroker(t, s, nil)
+		ch := ask(b, t.Context(), leaving())
+		id := pendingID(t, s)
+		if _, err := b.Decide(t.Context(), id, "bob", false, "no"); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-ch; r.out.State != "DENIED" {
+			t.Fatalf("got %+v, %v", r.out, r.err)
+		}
+		r := <-ask(b, t.Context(), leaving())
+		var pe *PendingError
+		if !errors.As(r.err, &pe) || pe.ID == id {
+			t.Fatalf("the next call: %+v, %v; want a new request", r.out, r.err)
 		}
 	})
 }
@@ -262,7 +279,8 @@ func init() {
 	}
 }
 
-// leavingChild asks as a hook process does (it may leave), and waits.
+// leavingChild asks as a hook process does: it waits a little, leaves the
+// request and exits.
 func leavingChild(db string) int {
 	s, err := store.OpenSQLite(db, nil)
 	if err != nil {
@@ -274,43 +292,38 @@ func leavingChild(db string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	_, err = b.Ask(context.Background(), leaving())
+	req := leaving()
+	req.MaxWait = 200 * time.Millisecond
+	_, err = b.Ask(context.Background(), req)
 	fmt.Println(err)
-	return 1
+	if !errors.Is(err, ErrPending) {
+		return 1
+	}
+	return 0
 }
 
-// A process that may leave its request is killed while it waits (a host
-// killing its hook at the hook's timeout): the request is not swept as an
-// orphan; approved later, the same call from another process runs it once.
+// A process that left its request pending and exited (a hook process): the
+// next start does not sweep the request as an orphan; approved later, the
+// same call from another process runs it once.
 func TestLeftRequestOutlivesProcess(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "warden.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), leavingChildEnv+"="+db)
-	if err := cmd.Start(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	s, err := store.OpenSQLite(db, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s := func() *store.SQLite {
-		s, err := store.OpenSQLite(db, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}()
-	var id string
-	for deadline := time.Now().Add(20 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if l, _ := s.List(t.Context(), store.Filter{State: store.Pending}); len(l) == 1 {
-			id = l[0].ID
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	if id == "" {
-		t.Fatal("the child never asked")
-	}
+	defer s.Close()
 	b := newBroker(t, s, func(o *Options) { o.Poll = 10 * time.Millisecond }) // the next start sweeps orphans
-	requireState(t, s, id, store.Pending)
+	l, _ := s.List(t.Context(), store.Filter{})
+	if len(l) != 1 || l[0].State != store.Pending || l[0].Owner != store.Unowned {
+		t.Fatalf("requests after the child left: %+v", l)
+	}
+	id := l[0].ID
 	if _, err := b.Decide(t.Context(), id, "alice", true, ""); err != nil {
 		t.Fatal(err)
 	}

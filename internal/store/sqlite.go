@@ -439,6 +439,23 @@ func (s *SQLite) MarkExecuted(ctx context.Context, id, result string, rec *audit
 	return out, err
 }
 
+// SetOwner implements Store.
+func (s *SQLite) SetOwner(ctx context.Context, id string, from, to Owner) (bool, error) {
+	var ok bool
+	err := s.inTx(ctx, "hand over approval request "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET owner_host = ?, owner_pid = ?, owner_start = ?, seq = `+nextSeq+`
+			WHERE request_id = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ?`,
+			to.Host, to.PID, to.Start, id, from.Host, from.PID, from.Start)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		ok = n == 1
+		return nil
+	})
+	return ok, err
+}
+
 // SweepOrphans implements Store.
 func (s *SQLite) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Approval, error) {
 	cands, err := s.queryApprovals(ctx, "SELECT "+approvalCols+" FROM approvals WHERE state = 'PENDING' OR (state = 'APPROVED' AND claimed = 0)")
