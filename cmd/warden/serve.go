@@ -183,8 +183,9 @@ func mcpHTTP(ctx context.Context, g *globalFlags, specs []string, db string, b *
 		}
 		apps = append(apps, a)
 		servers[name] = mcp.NewServer(a.engine, &mcp.ServerOptions{
-			Logger:     log,
-			ForSession: func(session string) (mcp.Engine, error) { return a.engineFor(session) },
+			Logger:       log,
+			ForSession:   func(session string) (mcp.Engine, error) { return a.engineFor(session) },
+			ApprovalWait: time.Duration(a.cfg.Security.Approval.MCPWaitSecs) * time.Second,
 		})
 	}
 	tokens, err := mcp.TokensFromEnv(os.Environ())

@@ -96,7 +96,7 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 		c.rec.Rule = d.PolicyRule
 		wait := o.MaxWait
 		if wait <= 0 {
-			wait = e.opts.ApprovalWait
+			wait = e.approvalWait(ctx)
 		}
 		out, fail, ok := e.approve(ctx, c, &d, wait)
 		adm.RequestID = c.rec.RequestID

@@ -161,6 +161,6 @@ func (e *Engine) decide(ctx context.Context, name string, args json.RawMessage) 
 func (e *Engine) request(d *Decision) *approval.Request {
 	return &approval.Request{
 		Tool: d.Tool, Args: d.args, Workspace: e.workRoot, Session: e.opts.Env.Session,
-		Agent: e.opts.Env.Agent, Rule: d.pd.Rule, Risk: d.facts.Risk, MaxWait: e.opts.ApprovalWait,
+		Agent: e.opts.Env.Agent, Rule: d.pd.Rule, Risk: d.facts.Risk,
 	}
 }

@@ -139,7 +139,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		c.rec.Decision = "allow"
 		return e.execute(ctx, c, d.tool, d.args)
 	}
-	out, fail, ok := e.approve(ctx, c, &d, e.opts.ApprovalWait)
+	out, fail, ok := e.approve(ctx, c, &d, e.approvalWait(ctx))
 	if !ok {
 		return fail
 	}
@@ -196,6 +196,15 @@ func (e *Engine) approve(ctx context.Context, c *call, d *Decision, maxWait time
 		c.rec.Decision = "granted"
 	}
 	return out, tools.Result{}, true
+}
+
+// approvalWait is how long a supervised call made with ctx waits for a
+// person: the caller's approval.WithMaxWait, else Options.ApprovalWait.
+func (e *Engine) approvalWait(ctx context.Context) time.Duration {
+	if d, ok := approval.MaxWaitFrom(ctx); ok {
+		return d
+	}
+	return e.opts.ApprovalWait
 }
 
 // pendingMessage tells the model that a person has been asked and what it
