@@ -1,0 +1,61 @@
+package hook
+
+import (
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/tools"
+	"github.com/wardenhq/warden/internal/workspace"
+)
+
+// HostProtected are the hosts' own configuration files inside a workspace:
+// a call a hook decides never writes them, or the model could write its way
+// out of the hook (or add an MCP server, or a permission rule).
+var HostProtected = []string{".claude/**", ".codex/**", ".gemini/**", ".cursor/**", ".mcp.json", ".vscode/mcp.json"}
+
+// EngineSession is a Session on an open workspace: Decider builds the
+// registry (the built-in tools and HostTools) and hands it to NewEngine.
+type EngineSession struct {
+	Root   *workspace.Root
+	Config *config.Config
+	// NewEngine builds the engine around reg (the session's store,
+	// approver and audit trail are the caller's).
+	NewEngine func(reg *tools.Registry) (Decider, error)
+	// Closer releases what the session holds; nil for nothing.
+	Closer func() error
+}
+
+var _ Session = (*EngineSession)(nil)
+
+// Workspace implements Session.
+func (s *EngineSession) Workspace() string { return s.Root.Dir() }
+
+// Refused implements Session.
+func (s *EngineSession) Refused(rel string, write bool) bool {
+	if _, ok := s.Root.MaskRule(rel); ok {
+		return true
+	}
+	if _, ok := s.Root.ProtectRule(rel); ok && write {
+		return true
+	}
+	return false
+}
+
+// Decider implements Session.
+func (s *EngineSession) Decider(c Call) (Decider, error) {
+	reg := tools.Builtin(s.Config)
+	mcpTool := ""
+	if mcpRe.MatchString(c.Tool) {
+		mcpTool = c.Tool
+	}
+	for _, t := range HostTools(mcpTool) {
+		reg.Add(t)
+	}
+	return s.NewEngine(reg)
+}
+
+// Close implements Session.
+func (s *EngineSession) Close() error {
+	if s.Closer == nil {
+		return nil
+	}
+	return s.Closer()
+}
