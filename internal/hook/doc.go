@@ -51,4 +51,13 @@
 //     without a decision.
 //   - WebSearch runs at the model provider, not on this machine: it is
 //     decided by the network policy but no address is checked.
+//   - Input typed into a running command is not a hook event in Codex
+//     0.169.0 (write_stdin), nor is exec_command's tty flag passed on: a
+//     shell started with a terminal would run what is typed into it later,
+//     unjudged. The defence is Codex's configuration, `[features]
+//     unified_exec_tty = false`, which `warden setup codex` writes and
+//     `--check` verifies; the hook cannot enforce it.
+//   - Hosts check some calls themselves before any hook runs (Gemini CLI
+//     refuses paths under .git and ignored files such as .env as "outside
+//     the workspace"); warden does not see those calls.
 package hook

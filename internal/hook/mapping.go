@@ -139,15 +139,15 @@ var mappers = map[Host]map[string]mapFunc{
 		},
 	},
 	Codex: {
-		"Bash":           mapBash,
-		"exec_command":   mapBash,
+		"Bash":           mapCodexExec,
+		"exec_command":   mapCodexExec,
 		"shell":          mapBash,
 		"local_shell":    mapBash,
 		"apply_patch":    mapCodexPatch,
 		"web_search":     mapWebSearch,
 		"write_stdin":    mapStdin,
-		"shell_command":  mapBash,
-		"unified_exec":   mapBash,
+		"shell_command":  mapCodexExec,
+		"unified_exec":   mapCodexExec,
 		"container.exec": mapBash,
 	},
 	GeminiCLI: {
@@ -292,6 +292,26 @@ func commandLine(f fields) (string, error) {
 		return strings.Join(quoted, " "), nil
 	}
 	return "", errors.New("the command is missing")
+}
+
+// mapCodexExec judges Codex's shell. A command started with a terminal
+// (tty: true) keeps its stdin open for write_stdin, which Codex does not
+// pass to hooks: what is typed into it later would run unjudged (measured
+// with Codex 0.169.0: `bash` with a tty, then write_stdin "touch x" ran).
+// Codex 0.169.0 does not pass the tty flag to hooks either, so the defence
+// is its configuration (`[features] unified_exec_tty = false`, which
+// `warden setup codex` writes); a hook input that does say tty is refused.
+func mapCodexExec(m *mapper, in json.RawMessage, o MapOptions) (Call, error) {
+	f, err := decode(in)
+	if err != nil {
+		return Call{}, err
+	}
+	if tty, err := f.boolean("tty"); err != nil {
+		return Call{}, err
+	} else if tty {
+		return Call{}, errors.New("a command with a terminal (tty: true) is refused: what is typed into it later (write_stdin) does not reach warden's hook, so it could not be judged. Run the command without a terminal, with its whole input on the command line")
+	}
+	return mapBash(m, in, o)
 }
 
 // mapStdin judges Codex's write_stdin (more input to a running command)

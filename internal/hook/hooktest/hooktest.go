@@ -34,6 +34,9 @@ type Step struct {
 type Script struct {
 	Steps []Step
 	Final string
+	// Before, when set, runs before the server asks for step i (after the
+	// result of step i-1 came back), e.g. to approve a request meanwhile.
+	Before func(i int)
 }
 
 // Result is a tool result the host sent back to the model.
@@ -58,6 +61,7 @@ type Server struct {
 	tools    []string // tool names offered by the last main-loop request
 	requests []string // path of every request
 	bodies   [][]byte
+	before   map[int]bool // steps Before ran for
 }
 
 func newServer(t testing.TB, s Script, h func(*Server, http.ResponseWriter, *http.Request, []byte)) *Server {
@@ -159,6 +163,18 @@ func stepOf(prefix, id string) int {
 
 // next is the step to answer with, given how many results came back.
 func (s *Server) next(done int) (Step, bool) {
+	if s.script.Before != nil {
+		s.mu.Lock()
+		first := !s.before[done]
+		if s.before == nil {
+			s.before = map[int]bool{}
+		}
+		s.before[done] = true
+		s.mu.Unlock()
+		if first {
+			s.script.Before(done)
+		}
+	}
 	if done < len(s.script.Steps) {
 		return s.script.Steps[done], true
 	}
@@ -220,4 +236,27 @@ func text(v any) string {
 		return ""
 	}
 	return mustJSON(v)
+}
+
+// Seen reports whether any request the server received contained s: a
+// tool the host lists to the model in its prompt or its tool list.
+func (s *Server) Seen(sub string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.bodies {
+		if strings.Contains(string(b), sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// LastBody returns the body of the last request received.
+func (s *Server) LastBody() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.bodies) == 0 {
+		return nil
+	}
+	return s.bodies[len(s.bodies)-1]
 }

@@ -16,7 +16,8 @@ const openaiPrefix = "call_warden_"
 // response.completed). A step whose Tool is "apply_patch" is asked for as a
 // custom (freeform) tool call with Input["input"] as its text, as Codex
 // defines that tool; every other step is a function call with Input as its
-// JSON arguments. GET /v1/models lists one model.
+// JSON arguments; a step named mcp__S__T is called as T in namespace mcp__S,
+// as Codex offers MCP tools. GET /v1/models lists one model.
 func OpenAIResponses(t testing.TB, s Script) *Server {
 	return newServer(t, s, (*Server).openai)
 }
@@ -86,6 +87,11 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, body []byte) {
 			} else {
 				item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": step.Tool,
 					"arguments": mustJSON(step.Input), "status": "completed"}
+				// Codex offers MCP tools in a namespace per server (mcp__S
+				// holding T); the model calls them by name within it.
+				if i := strings.LastIndex(step.Tool, "__"); strings.HasPrefix(step.Tool, "mcp__") && i > len("mcp_") {
+					item["namespace"], item["name"] = step.Tool[:i], step.Tool[i+2:]
+				}
 			}
 		} else {
 			item = textItem(s.final())
