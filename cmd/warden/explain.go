@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/shellpolicy"
 	"github.com/wardenhq/warden/internal/tools"
 )
@@ -20,21 +22,26 @@ type explainOutput struct {
 	Decision string `json:"decision"`
 	// DecidedBy is the rule that made the decision (a blocklist rule, a
 	// tool policy, the confirmation mode, allowed-only, ...).
-	DecidedBy  string                `json:"decided_by"`
-	Why        string                `json:"why"`
-	Class      shellpolicy.Class     `json:"class"`
-	Blocked    bool                  `json:"blocked"`
-	Rule       string                `json:"rule,omitempty"`
-	Reason     string                `json:"reason,omitempty"`
-	Pos        *shellpolicy.Position `json:"pos,omitempty"`
-	ParseError string                `json:"parse_error,omitempty"`
-	Commands   []shellpolicy.Simple  `json:"commands"`
+	DecidedBy string `json:"decided_by"`
+	Why       string `json:"why"`
+	// Stage is where the engine decided; AutoApprove and Grant name the
+	// rule (file:line) or grant that approves a supervised call.
+	Stage       string                `json:"stage"`
+	AutoApprove string                `json:"auto_approve,omitempty"`
+	Grant       *engine.GrantRef      `json:"grant,omitempty"`
+	Class       shellpolicy.Class     `json:"class"`
+	Blocked     bool                  `json:"blocked"`
+	Rule        string                `json:"rule,omitempty"`
+	Reason      string                `json:"reason,omitempty"`
+	Pos         *shellpolicy.Position `json:"pos,omitempty"`
+	ParseError  string                `json:"parse_error,omitempty"`
+	Commands    []shellpolicy.Simple  `json:"commands"`
 }
 
 func newExplainCmd(g *globalFlags) *cobra.Command {
 	var (
 		tool, toolArgs string
-		agent          string
+		agent, session string
 	)
 	c := &cobra.Command{
 		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON",
@@ -43,7 +50,10 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			"the class of each, the blocklist rule that fired (with the position of the\n" +
 			"offending word) and the decision allow|ask|deny for the configuration and\n" +
 			"mode. With --tool it says the same of any tool call. It runs nothing and\n" +
-			"asks nobody: it takes the engine's own path up to the policy decision.\n" +
+			"asks nobody: it takes the engine's own decision stage, the one every call\n" +
+			"takes (lookup, schema, hard guards, policy, auto-approve rules, grants), and\n" +
+			"names the auto-approve rule (file:line) or the grant (--session) that would\n" +
+			"let a supervised call run without asking.\n" +
 			"Exit status 0 whenever it printed a verdict.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (tool == "") == (len(args) == 0) {
@@ -53,7 +63,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			if tool != "" && !json.Valid(raw) {
 				return usageErr("--args is not valid JSON: %s", toolArgs)
 			}
-			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), setupOptions{agent: agent})
+			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), setupOptions{agent: agent, session: session})
 			if err != nil {
 				return configErrors(cmd.ErrOrStderr(), err)
 			}
@@ -65,7 +75,8 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 					return writeJSON(w, x)
 				}
 				fmt.Fprintf(w, "tool:     %s\ndecision: %s (mode %s)\nstage:    %s\nrule:     %s\nwhy:      %s\n",
-					x.Tool, x.Decision, a.cfg.Security.ConfirmMode, x.Stage, x.Rule, x.Reason)
+					x.Tool, x.Decision, x.Mode, x.Stage, x.Rule, x.Reason)
+				printApprovedBy(w, x.AutoApprove, x.Grant)
 				if x.Risk != "" {
 					fmt.Fprintf(w, "risk:\n%s\n", x.Risk)
 				}
@@ -81,7 +92,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			x := a.engine.Explain("run_command", cmdArgs)
 			out := explainOutput{
 				Command: line, Mode: a.cfg.Security.ConfirmMode, Decision: x.Decision,
-				DecidedBy: x.Rule, Why: x.Reason,
+				DecidedBy: x.Rule, Why: x.Reason, Stage: x.Stage, AutoApprove: x.AutoApprove, Grant: x.Grant,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
 				ParseError: v.ParseError, Commands: v.Commands,
 			}
@@ -98,7 +109,19 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	c.Flags().StringVar(&tool, "tool", "", "explain a call of this tool instead of a command")
 	c.Flags().StringVar(&toolArgs, "args", "{}", "the tool call's arguments as a JSON object (with --tool)")
 	c.Flags().StringVar(&agent, "agent", "", "the agent whose tool set and mode apply")
+	c.Flags().StringVar(&session, "session", "", "the session whose grants apply (a grant covers one call in one session)")
 	return c
+}
+
+// printApprovedBy names the auto-approve rule or the grant that lets a
+// supervised call run without asking.
+func printApprovedBy(w io.Writer, rule string, g *engine.GrantRef) {
+	if rule != "" {
+		fmt.Fprintf(w, "auto-approve: %s\n", rule)
+	}
+	if g != nil {
+		fmt.Fprintf(w, "grant:    %s by %s until %s (%d uses)\n", g.ID, g.CreatedBy, g.ExpiresAt.Local().Format(time.DateTime), g.Uses)
+	}
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -110,6 +133,7 @@ func writeJSON(w io.Writer, v any) error {
 func printExplain(w io.Writer, o *explainOutput) {
 	fmt.Fprintf(w, "command:  %s\n", o.Command)
 	fmt.Fprintf(w, "decision: %s (mode %s; %s: %s)\n", o.Decision, o.Mode, o.DecidedBy, o.Why)
+	printApprovedBy(w, o.AutoApprove, o.Grant)
 	fmt.Fprintf(w, "class:    %s\n", o.Class)
 	if o.Blocked {
 		fmt.Fprintf(w, "blocked:  rule %s at %s: %s\n", o.Rule, o.Pos, o.Reason)

@@ -86,11 +86,11 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 		adm.Verdict, adm.Message = Deny, d.Message
 	case !d.supervised:
 		c.rec.Rule, c.rec.Decision = d.PolicyRule, "allow"
-		adm.Verdict, adm.Message = Allow, "warden allows this call: "+d.Reason
+		adm.Verdict, adm.Message = Allow, "allowed: "+d.Reason
 		res = tools.Result{Success: true, Output: "allowed; the host runs it"}
 	case o.HostAsks && d.Decision == Ask:
 		c.rec.Rule, c.rec.Decision = d.PolicyRule, "host-ask"
-		adm.Verdict, adm.Message = Ask, "warden asks a person about this call: "+d.Reason
+		adm.Verdict, adm.Message = Ask, "a person must approve this call: "+d.Reason
 		res = tools.Result{Output: "put to the host's own prompt"}
 	default:
 		c.rec.Rule = d.PolicyRule
@@ -108,7 +108,7 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 			return adm
 		}
 		adm.Verdict = Allow
-		adm.Message = fmt.Sprintf("warden approved this call (request %s, %s by %s)", out.ID, c.rec.Decision, out.By)
+		adm.Message = fmt.Sprintf("approved: request %s, %s by %s", out.ID, c.rec.Decision, out.By)
 		res = tools.Result{Success: true, Output: "approved; the host runs it"}
 		// warden hands the call to the host: the request is executed as far
 		// as warden can see; the host's result comes as EventHostResult.

@@ -303,6 +303,20 @@ func TestExplainIsTheEngine(t *testing.T) {
 			default:
 				t.Fatalf("unexpected explanation %+v", x)
 			}
+			// A host's hook takes the same decision stage (Admit), and its
+			// verdict follows it; the host runs the call, so nothing runs here.
+			before := f.runs.count()
+			adm := f.eng.Admit(t.Context(), tc.tool, json.RawMessage(tc.args), AdmitOptions{Host: "claude-code", HostTool: "X"})
+			want := map[string]string{Allow: Allow, Deny: Deny, Ask: Deny}[x.Decision] // nobody can be asked here
+			if adm.Decision.Decision != x.Decision || adm.Decision.Stage != x.Stage || adm.Decision.Rule != x.Rule || adm.Verdict != want {
+				t.Fatalf("Admit = %s (%s at %s by %s), Explain = %s at %s by %s", adm.Verdict, adm.Decision.Decision, adm.Decision.Stage, adm.Decision.Rule, x.Decision, x.Stage, x.Rule)
+			}
+			if f.runs.count() != before {
+				t.Fatal("Admit ran the call")
+			}
+			if last := f.sink.recs[len(f.sink.recs)-1]; last.Event != EventHostCall || last.Agent != "claude-code" {
+				t.Fatalf("Admit's audit record %+v", last)
+			}
 		})
 	}
 }
