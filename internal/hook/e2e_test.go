@@ -117,6 +117,9 @@ type box struct {
 	ws, home  string
 	codexHome string
 	db        string
+	// hostEnv is what the host starts with beyond HOME and PATH (and the
+	// person's shell has): XDG_CONFIG_HOME when the user config is there.
+	hostEnv []string
 	// env is what a person's shell has for `warden approvals`.
 	env []string
 }
@@ -135,20 +138,71 @@ func newBox(t *testing.T, d dialect, userConfig string) *box {
 		}
 	}
 	os.MkdirAll(filepath.Join(b.ws, ".git", "hooks"), 0o755)
-	cfg := filepath.Join(b.home, ".config", "warden", "config.toml")
-	os.MkdirAll(filepath.Dir(cfg), 0o700)
-	if err := os.WriteFile(cfg, []byte(userConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b.writeUserConfig(t, filepath.Join(b.home, ".config"), userConfig)
 	b.env = []string{"HOME=" + b.home, "PATH=/usr/bin:/bin", "WARDEN_SUPERVISOR=alice"}
 	return b
 }
 
-// host configures and returns the host with warden's hook (and, when mcp,
-// warden's MCP server started with the environment the host passes on).
+func (b *box) writeUserConfig(t *testing.T, configHome, userConfig string) {
+	t.Helper()
+	cfg := filepath.Join(configHome, "warden", "config.toml")
+	os.MkdirAll(filepath.Dir(cfg), 0o700)
+	if err := os.WriteFile(cfg, []byte(userConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// useXDG moves the user config to a non-default XDG_CONFIG_HOME, which the
+// person's shell (and so the host) has, and the MCP server gets only when
+// setup passed it through.
+func (b *box) useXDG(t *testing.T, userConfig string) {
+	t.Helper()
+	x := filepath.Join(b.home, "xdg-config")
+	os.RemoveAll(filepath.Join(b.home, ".config", "warden"))
+	b.writeUserConfig(t, x, userConfig)
+	b.hostEnv = append(b.hostEnv, "XDG_CONFIG_HOME="+x)
+	b.env = append(b.env, "XDG_CONFIG_HOME="+x)
+}
+
+// host returns the host set up for warden by `warden setup HOST --write`
+// (its hooks and warden's MCP server, which the host starts with the
+// environment it passes on), after the test's own base configuration.
 func (b *box) host(t *testing.T, model *hooktest.Server, mcp bool) *hooktest.Host {
 	t.Helper()
-	return b.hostWith(t, model, mcp, warden(t)+" hook "+b.d.host)
+	var h *hooktest.Host
+	switch b.d.host {
+	case "codex":
+		if err := os.WriteFile(filepath.Join(b.codexHome, "config.toml"), []byte(hooktest.CodexConfig(model, !mcp, "")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b.setup(t)
+		h = hooktest.Codex(t, b.ws, b.home, b.codexHome, true, b.hostEnv)
+	case "gemini-cli":
+		h = hooktest.GeminiCLI(t, model, b.ws, b.home, nil, b.hostEnv)
+		b.setup(t)
+	default:
+		b.setup(t)
+		h = hooktest.ClaudeCode(t, model, b.ws, b.home, map[string]any{}, nil, b.hostEnv)
+	}
+	return h
+}
+
+// setup runs `warden setup HOST --write` as the user would.
+func (b *box) setup(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(warden(t), "setup", b.d.host, "--workspace", b.ws, "--write")
+	cmd.Env = append([]string{"HOME=" + b.home, "PATH=/usr/bin:/bin"}, b.hostEnv...)
+	if b.codexHome != "" {
+		cmd.Env = append(cmd.Env, "CODEX_HOME="+b.codexHome)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("warden setup %s: %v\n%s", b.d.host, err, out)
+	}
+	check := exec.Command(warden(t), "setup", b.d.host, "--workspace", b.ws, "--check")
+	check.Env = cmd.Env
+	if out, err := check.CombinedOutput(); err != nil || !strings.Contains(string(out), "is set up for warden") {
+		t.Fatalf("warden setup %s --check after --write: %v\n%s", b.d.host, err, out)
+	}
 }
 
 // hostWithHook is the host with hookCmd as its hook instead of warden's.
@@ -406,7 +460,8 @@ func TestHostsWardenMCP(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d.host, func(t *testing.T) {
 			t.Parallel()
-			b := newBox(t, d, "[security]\nmask = [\"secret.txt\"]\n")
+			b := newBox(t, d, "")
+			b.useXDG(t, "[security]\nmask = [\"secret.txt\"]\n")
 			srv := serverFor(t, d, hooktest.Script{Steps: []hooktest.Step{
 				{Tool: d.mcpTool("read_file"), Input: map[string]any{"path": "a.txt"}},
 				{Tool: d.mcpTool("read_file"), Input: map[string]any{"path": "secret.txt"}},
@@ -579,4 +634,31 @@ func TestCodexInteractiveShell(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Codex starts MCP servers with a stripped environment: without the
+// env_vars `warden setup codex` writes, warden's MCP server does not find a
+// configuration kept in XDG_CONFIG_HOME, and its masks do not apply. (Claude
+// Code 2.1.328 and Gemini CLI 0.61.0 pass the environment on; the entry
+// setup writes for them holds either way.)
+func TestCodexStripsMCPEnv(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the agent hosts")
+	}
+	d := dialects[1]
+	b := newBox(t, d, "")
+	b.useXDG(t, "[security]\nmask = [\"secret.txt\"]\n")
+	srv := serverFor(t, d, hooktest.Script{Steps: []hooktest.Step{{Tool: d.mcpTool("read_file"), Input: map[string]any{"path": "secret.txt"}}}})
+	h := b.host(t, srv, true)
+	cfg := filepath.Join(b.codexHome, "config.toml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = regexp.MustCompile(`env_vars = \[[^\]]*\]`).ReplaceAll(data, []byte(`env_vars = []`))
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.run(t, h, srv)
+	resultContains(t, srv, 0, "classified")
 }
