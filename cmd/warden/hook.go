@@ -17,8 +17,8 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/hook"
-	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
+	"github.com/wardenhq/warden/internal/workspace"
 )
 
 func init() { commands = append(commands, newHookCmd) }
@@ -66,92 +66,95 @@ Events warden does not judge pass. Input that cannot be read is refused.
 	return cmd
 }
 
-// runHook answers one hook event. The configuration is read first (it says
-// how a supervised call is answered); a configuration that cannot be read
-// refuses every tool call, with the reason.
+// runHook answers one hook event. Everything is read once the event says
+// which workspace it is in: its configuration (which says how a supervised
+// call is answered), the store, and, only for a call a person may need to
+// see, the approval broker.
 func runHook(ctx context.Context, g *globalFlags, h hook.Host, db, server string, in io.Reader, out, errOut io.Writer) int {
 	log := newLogger(errOut)
 	o := hook.Options{Host: h, Map: hook.MapOptions{WardenServer: server}}
 	o.Map.Home, _ = os.UserHomeDir()
-	var loaded *config.Config
 	o.Open = func(ctx context.Context, ev *hook.Event) (hook.Session, error) {
-		return openHookSession(ctx, g, h, ev, db, log, loaded)
-	}
-	// The hook's own settings come from the configuration of the event's
-	// workspace; they are read when the event is, in Open. Until then the
-	// defaults apply.
-	cfg, err := loadConfig(g, setupOptions{}, log)
-	if err == nil {
-		loaded = cfg
-		o.HostAsks = cfg.Hooks.Approval == config.HookApprovalHost
-		o.Wait = time.Duration(cfg.Hooks.WaitSecs) * time.Second
-	} else {
-		o.Open = func(context.Context, *hook.Event) (hook.Session, error) { return nil, err }
+		return openHookSession(ctx, g, h, ev, db, log)
 	}
 	return hook.Run(ctx, in, out, errOut, o)
 }
 
-// openHookSession opens the workspace of ev and builds the engine that
-// decides its calls: the user's configuration with the hosts' own config
-// files protected, the shared store, the approval broker (no terminal
-// prompt: the host owns the terminal) and the audit trail, under the host's
-// session id so that the same call made again finds its request.
-func openHookSession(ctx context.Context, g *globalFlags, h hook.Host, ev *hook.Event, db string, log *slog.Logger, cfg *config.Config) (hook.Session, error) {
+// openHookSession opens the workspace of ev and what decides its calls: the
+// configuration of that workspace with the hosts' own config files
+// protected, the shared store and audit trail, and the approval broker (no
+// terminal prompt: the host owns the terminal), built on first use, under
+// the host's session id so that the same call made again finds its request.
+// The engine is built per call around the one tool the call is decided as.
+// Nothing runs here (the host runs the call), so no jail is started.
+func openHookSession(ctx context.Context, g *globalFlags, h hook.Host, ev *hook.Event, db string, log *slog.Logger) (hook.Session, error) {
 	wg := *g
 	ws, err := hook.WorkspaceFor(ev, g.workspace, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
 	wg.workspace = ws
-	if g.workspace == "" {
-		// The configuration of the event's workspace (its warden.toml).
-		if cfg, err = loadConfig(&wg, setupOptions{}, log); err != nil {
-			return nil, err
-		}
+	cfg, err := loadConfig(&wg, setupOptions{}, log)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Security.Protected = append(slices.Clone(cfg.Security.Protected), hook.HostProtected...)
+	root, err := workspace.Open(ws, &workspace.Options{Mask: cfg.Security.Mask, Protected: cfg.Security.Protected})
+	if err != nil {
+		return nil, err
+	}
+	var mirror audit.Multi
+	closers := []func() error{root.Close}
+	closeAll := func() error {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+		return nil
+	}
+	if g.logFile != "" {
+		f, err := audit.OpenFile(g.logFile)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, f.Close)
+		mirror = append(mirror, f)
+	}
+	// The store is not closed: the process ends after this one event, and
+	// closing the last connection would checkpoint and delete the WAL for
+	// the next hook to create again. What was committed is in the WAL.
+	st, err := openApprovalStore(db)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	lazy := approval.Lazy(func() (approval.Approver, func(), error) {
+		o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+		if err != nil {
+			return nil, nil, err
+		}
+		o.Store, o.Logger, o.GrantMax = st, log, approval.GrantMax(&cfg.Security.Approval)
+		if len(mirror) > 0 {
+			o.Audit = mirror
+		}
+		b, err := approval.New(ctx, o)
+		if err != nil {
+			closeChannels()
+			return nil, nil, err
+		}
+		approval.Listen(b, o.Channels)
+		return b, func() { _ = closeChannels() }, nil
+	})
+	closers = append(closers, func() error { lazy.Close(); return nil })
 	session := ev.Session
 	if session == "" {
 		session = newSessionID(string(h))
 	}
-	so := setupOptions{cfg: cfg, session: session, db: db, agent: "",
-		approver: func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
-			o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
-			if err != nil {
-				return nil, nil, err
-			}
-			o.Store, o.Logger, o.GrantMax = st, log, approval.GrantMax(&cfg.Security.Approval)
-			if mirror != nil {
-				o.Audit = mirror
-			}
-			b, err := approval.New(ctx, o)
-			if err != nil {
-				closeChannels()
-				return nil, nil, err
-			}
-			approval.Listen(b, o.Channels)
-			return b, func() { _ = closeChannels() }, nil
-		},
-		registry: func(ctx context.Context, a *app) (*tools.Registry, func(), error) {
-			reg := tools.Builtin(a.cfg)
-			for _, t := range hook.HostTools("") {
-				reg.Add(t)
-			}
-			return reg, func() {}, nil
-		},
-	}
-	a, err := newApp(ctx, &wg, io.Discard, so)
-	if err != nil {
-		return nil, err
-	}
-	a.log = log
-	return &hook.EngineSession{Root: a.root, Config: cfg, Closer: func() error { a.Close(); return nil },
+	env := &tools.Env{Root: root, FS: workspace.FS(root), Config: cfg, Session: session, Agent: string(h)}
+	sinks := append(append(audit.Multi{}, mirror...), st)
+	return &hook.EngineSession{Root: root, Config: cfg, Closer: closeAll,
+		HostAsks: cfg.Hooks.Approval == config.HookApprovalHost, Wait: time.Duration(cfg.Hooks.WaitSecs) * time.Second,
 		NewEngine: func(reg *tools.Registry) (hook.Decider, error) {
-			eo := a.engineOpts
-			eo.Registry = reg
-			env := *eo.Env
-			env.Agent = string(h)
-			eo.Env = &env
-			return engine.New(eo)
+			return engine.New(engine.Options{Registry: reg, Env: env, Approver: lazy, Audit: sinks, Log: log})
 		}}, nil
 }

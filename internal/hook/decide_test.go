@@ -71,7 +71,7 @@ func newDecideFixture(t *testing.T, h Host, edit func(*config.Config)) *decideFi
 		if err != nil {
 			return nil, err
 		}
-		return &EngineSession{Root: root, Config: cfg, Closer: root.Close, NewEngine: func(reg *tools.Registry) (Decider, error) {
+		return &EngineSession{Root: root, Config: cfg, Closer: root.Close, HostAsks: f.opts.HostAsks, Wait: f.opts.Wait, NewEngine: func(reg *tools.Registry) (Decider, error) {
 			return engine.New(engine.Options{Registry: reg, Approver: brk, Audit: f.sink,
 				Env: &tools.Env{Root: root, FS: root, Config: cfg, Session: ev.Session, Agent: string(h)}})
 		}}, nil

@@ -86,6 +86,9 @@ func Decide(ctx context.Context, in io.Reader, o Options) Answer {
 		return answer(o.Host, ev, Deny, "warden: cannot decide this call: "+oneLine(err.Error()))
 	}
 	defer s.Close()
+	if st, ok := s.(Settings); ok {
+		o.HostAsks, o.Wait = st.HookSettings()
+	}
 	mo := o.Map
 	mo.Refused = s.Refused
 	c, mapErr := Map(ev, s.Workspace(), mo)

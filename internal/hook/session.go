@@ -1,7 +1,10 @@
 package hook
 
 import (
+	"time"
+
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/policy"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
@@ -21,7 +24,21 @@ type EngineSession struct {
 	NewEngine func(reg *tools.Registry) (Decider, error)
 	// Closer releases what the session holds; nil for nothing.
 	Closer func() error
+	// HostAsks and Wait are the configuration's [hooks] approval = "host"
+	// and wait_secs (Options' when not set here: see Settings).
+	HostAsks bool
+	Wait     time.Duration
 }
+
+// Settings is implemented by a Session whose configuration says how a
+// supervised call is answered ([hooks] approval and wait_secs); they win
+// over Options.HostAsks and Options.Wait.
+type Settings interface {
+	HookSettings() (hostAsks bool, wait time.Duration)
+}
+
+// HookSettings implements Settings.
+func (s *EngineSession) HookSettings() (bool, time.Duration) { return s.HostAsks, s.Wait }
 
 var _ Session = (*EngineSession)(nil)
 
@@ -39,15 +56,21 @@ func (s *EngineSession) Refused(rel string, write bool) bool {
 	return false
 }
 
-// Decider implements Session.
+// Decider implements Session: the engine holds the one tool the call is
+// decided as (the built-in tools and HostTools are its candidates), so that
+// a hook process prepares only what it uses. A call of a tool none of them
+// is stays unknown to the engine, which refuses it.
 func (s *EngineSession) Decider(c Call) (Decider, error) {
-	reg := tools.Builtin(s.Config)
 	mcpTool := ""
 	if mcpRe.MatchString(c.Tool) {
 		mcpTool = c.Tool
 	}
-	for _, t := range HostTools(mcpTool) {
-		reg.Add(t)
+	reg := tools.NewRegistry()
+	all := append(tools.Builtin(s.Config).List(), HostTools(mcpTool)...)
+	for _, t := range all {
+		if t.Name == policy.Canonical(c.Tool) {
+			reg.Add(t)
+		}
 	}
 	return s.NewEngine(reg)
 }
