@@ -9,12 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/shellpolicy"
 	"github.com/wardenhq/warden/internal/tools"
 )
-
-func init() { commands = append(commands, newExplainCmd) }
 
 type explainOutput struct {
 	Command  string `json:"command"`
@@ -63,14 +62,14 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			if tool != "" && !json.Valid(raw) {
 				return usageErr("--args is not valid JSON: %s", toolArgs)
 			}
-			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), setupOptions{agent: agent, session: session})
+			a, err := app.New(cmd.Context(), app.Options{Flags: g.app(false, false), Agent: agent, Session: session, Logger: newLogger(cmd.ErrOrStderr())})
 			if err != nil {
 				return configErrors(cmd.ErrOrStderr(), err)
 			}
 			defer a.Close()
 			w := cmd.OutOrStdout()
 			if tool != "" {
-				x := a.engine.Explain(tool, raw)
+				x := a.Engine().Explain(tool, raw)
 				if g.json {
 					return writeJSON(w, x)
 				}
@@ -83,15 +82,15 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 				return nil
 			}
 			line := strings.Join(args, " ")
-			opts, err := tools.JudgeOptions(a.cfg)
+			opts, err := tools.JudgeOptions(a.Config())
 			if err != nil {
 				return err
 			}
 			v := shellpolicy.Judge(line, opts)
 			cmdArgs, _ := json.Marshal(map[string]string{"command": line})
-			x := a.engine.Explain("run_command", cmdArgs)
+			x := a.Engine().Explain("run_command", cmdArgs)
 			out := explainOutput{
-				Command: line, Mode: a.cfg.Security.ConfirmMode, Decision: x.Decision,
+				Command: line, Mode: a.Config().Security.ConfirmMode, Decision: x.Decision,
 				DecidedBy: x.Rule, Why: x.Reason, Stage: x.Stage, AutoApprove: x.AutoApprove, Grant: x.Grant,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
 				ParseError: v.ParseError, Commands: v.Commands,
@@ -122,12 +121,6 @@ func printApprovedBy(w io.Writer, rule string, g *engine.GrantRef) {
 	if g != nil {
 		fmt.Fprintf(w, "grant:    %s by %s until %s (%d uses)\n", g.ID, g.CreatedBy, g.ExpiresAt.Local().Format(time.DateTime), g.Uses)
 	}
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func printExplain(w io.Writer, o *explainOutput) {

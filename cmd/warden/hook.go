@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
@@ -20,8 +21,6 @@ import (
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
-
-func init() { commands = append(commands, newHookCmd) }
 
 func newHookCmd(g *globalFlags) *cobra.Command {
 	var (
@@ -94,7 +93,7 @@ func openHookSession(ctx context.Context, g *globalFlags, h hook.Host, ev *hook.
 		return nil, err
 	}
 	wg.workspace = ws
-	cfg, err := loadConfig(&wg, setupOptions{}, log)
+	cfg, err := loadConfig(&wg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -123,17 +122,17 @@ func openHookSession(ctx context.Context, g *globalFlags, h hook.Host, ev *hook.
 	// The store is not closed: the process ends after this one event, and
 	// closing the last connection would checkpoint and delete the WAL for
 	// the next hook to create again. What was committed is in the WAL.
-	st, err := openApprovalStore(db)
+	st, err := app.OpenStore(db)
 	if err != nil {
 		closeAll()
 		return nil, err
 	}
 	lazy := approval.Lazy(func() (approval.Approver, func(), error) {
-		o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+		o, closeChannels, err := app.ApprovalOptions(cfg, log)
 		if err != nil {
 			return nil, nil, err
 		}
-		o.Store, o.Logger, o.GrantMax = st, log, approval.GrantMax(&cfg.Security.Approval)
+		o.Store = st
 		if len(mirror) > 0 {
 			o.Audit = mirror
 		}
@@ -148,7 +147,7 @@ func openHookSession(ctx context.Context, g *globalFlags, h hook.Host, ev *hook.
 	closers = append(closers, func() error { lazy.Close(); return nil })
 	session := ev.Session
 	if session == "" {
-		session = newSessionID(string(h))
+		session = app.NewSessionID(string(h))
 	}
 	env := &tools.Env{Root: root, FS: workspace.FS(root), Config: cfg, Session: session, Agent: string(h)}
 	sinks := append(append(audit.Multi{}, mirror...), st)

@@ -12,8 +12,6 @@ import (
 	"github.com/wardenhq/warden/internal/hostsetup"
 )
 
-func init() { commands = append(commands, newSetupCmd) }
-
 func newSetupCmd(g *globalFlags) *cobra.Command {
 	var (
 		write, check, exclusive, managed bool
@@ -63,7 +61,7 @@ in the directory the host starts it in (the project).`,
 				return err
 			}
 			log := newLogger(c.ErrOrStderr())
-			cfg, err := loadConfig(g, setupOptions{}, log)
+			cfg, err := loadConfig(g, log)
 			if err != nil {
 				return configErrors(c.ErrOrStderr(), err)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/wardenhq/warden/internal/store"
 )
 
 // Lazy is an Approver built on first use: a process that makes only calls
@@ -41,7 +43,7 @@ func (l *LazyApprover) get() (Approver, error) {
 func (l *LazyApprover) Ask(ctx context.Context, req *Request) (Outcome, error) {
 	a, err := l.get()
 	if err != nil {
-		return Outcome{State: "DENIED"}, err
+		return Outcome{State: store.Denied}, err
 	}
 	return a.Ask(ctx, req)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -69,7 +70,7 @@ type CallNotifier interface {
 func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Duration) (out Outcome, ok bool, err error) {
 	l, err := b.o.Store.List(ctx, store.Filter{ArgsHash: a.ArgsHash, Limit: 1})
 	if err != nil {
-		return Outcome{State: string(store.Denied)}, true, fmt.Errorf("failed to look for an earlier request for %s: %w", a.Tool, err)
+		return Outcome{State: store.Denied}, true, fmt.Errorf("failed to look for an earlier request for %s: %w", a.Tool, err)
 	}
 	if len(l) == 0 {
 		return Outcome{}, false, nil
@@ -90,7 +91,7 @@ func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Dur
 			return Outcome{}, false, nil
 		}
 		if ok, err := b.o.Store.SetOwner(ctx, cur.ID, store.Unowned, b.owner); err != nil {
-			return Outcome{State: string(store.Denied)}, true, fmt.Errorf("failed to take up approval request %s: %w", cur.ID, err)
+			return Outcome{State: store.Denied}, true, fmt.Errorf("failed to take up approval request %s: %w", cur.ID, err)
 		} else if ok {
 			cur.Owner = b.owner
 		}
@@ -105,7 +106,7 @@ func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Dur
 	case store.Denied:
 		// The denial reaches this caller; taken back, it is not repeated.
 		if ok, err := b.o.Store.SetOwner(ctx, cur.ID, store.Unowned, b.owner); err == nil && ok {
-			return Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: string(cur.State)}, true, nil
+			return Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: cur.State}, true, nil
 		}
 	}
 	return Outcome{}, false, nil
@@ -115,7 +116,7 @@ func (b *Broker) takeUp(ctx context.Context, a *store.Approval, maxWait time.Dur
 // *PendingError when every caller left it waiting.
 func (b *Broker) left(g *group, maxWait time.Duration) (Outcome, error) {
 	if errors.Is(g.err, errLeft) {
-		return Outcome{ID: g.id, State: string(store.Pending)}, b.pendingError(g, maxWait)
+		return Outcome{ID: g.id, State: store.Pending}, b.pendingError(g, maxWait)
 	}
 	return g.out, g.err
 }
@@ -127,7 +128,7 @@ func (b *Broker) pendingError(g *group, waited time.Duration) error {
 // notifyCaller tells the caller's own channels (CallNotifier) that it waits
 // on request id, which another call created.
 func (b *Broker) notifyCaller(ctx context.Context, id string, a *store.Approval) {
-	p := pendingOf(a)
+	p := PendingOf(a)
 	p.ID = id
 	for _, ch := range b.o.Channels {
 		if cn, ok := ch.(CallNotifier); ok {
@@ -142,9 +143,9 @@ func (b *Broker) notifyCaller(ctx context.Context, id string, a *store.Approval)
 // under on_timeout = "allow".
 func (b *Broker) timeoutTransition() store.Transition {
 	if b.o.OnTimeout == config.PolicyAllow {
-		return store.Transition{To: store.Approved, Decision: "approved", By: "timeout", Reason: fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout)}
+		return transition(store.Approved, audit.DecisionApproved, "timeout", fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout))
 	}
-	return store.Transition{To: store.TimedOut, Decision: "timed_out", By: "timeout", Reason: fmt.Sprintf("no decision within %s", b.o.Timeout)}
+	return transition(store.TimedOut, audit.DecisionTimedOut, "timeout", fmt.Sprintf("no decision within %s", b.o.Timeout))
 }
 
 // expireLeft ends the requests left waiting whose time is up: no process

@@ -73,7 +73,7 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 			adm.Verdict = Deny
 			adm.Message = fmt.Sprintf("internal error while deciding %s: %v (this is a bug in warden, not in your call)", name, p)
 			res = tools.Result{Error: adm.Message}
-			c.rec.Decision = "error"
+			c.rec.Decision = audit.DecisionError
 		}
 		e.finish(ctx, c, res)
 	}()
@@ -85,11 +85,11 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 		res = e.refuse(c, d.Rule, d.Message)
 		adm.Verdict, adm.Message = Deny, d.Message
 	case !d.supervised:
-		c.rec.Rule, c.rec.Decision = d.PolicyRule, "allow"
+		c.rec.Rule, c.rec.Decision = d.PolicyRule, audit.DecisionAllow
 		adm.Verdict, adm.Message = Allow, "allowed: "+d.Reason
 		res = tools.Result{Success: true, Output: "allowed; the host runs it"}
 	case o.HostAsks && d.Decision == Ask:
-		c.rec.Rule, c.rec.Decision = d.PolicyRule, "host-ask"
+		c.rec.Rule, c.rec.Decision = d.PolicyRule, audit.DecisionHostAsk
 		adm.Verdict, adm.Message = Ask, "a person must approve this call: "+d.Reason
 		res = tools.Result{Output: "put to the host's own prompt"}
 	default:
@@ -102,7 +102,7 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 		adm.RequestID = c.rec.RequestID
 		if !ok {
 			adm.Verdict, adm.Message, res = Deny, fail.Error, fail
-			if c.rec.Decision == "pending" {
+			if c.rec.Decision == audit.DecisionPending {
 				adm.Verdict = Pending
 			}
 			return adm

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/policy"
+	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
@@ -120,7 +121,7 @@ func (e *Engine) Call(ctx context.Context, name string, args json.RawMessage) (r
 			e.opts.Log.Error("tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			res = tools.Result{Error: fmt.Sprintf("internal error in %s: %v (this is a bug in warden, not in your call)", name, p)}
 			if c.rec.Decision == "" {
-				c.rec.Decision = "error"
+				c.rec.Decision = audit.DecisionError
 			}
 		}
 		e.finish(ctx, c, res)
@@ -136,7 +137,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 	}
 	c.rec.Rule = d.PolicyRule
 	if !d.supervised || e.opts.DryRun { // dry run: nothing will run, so nobody needs to be asked
-		c.rec.Decision = "allow"
+		c.rec.Decision = audit.DecisionAllow
 		return e.execute(ctx, c, d.tool, d.args)
 	}
 	out, fail, ok := e.approve(ctx, c, &d, e.approvalWait(ctx))
@@ -160,21 +161,24 @@ func (e *Engine) approve(ctx context.Context, c *call, d *Decision, maxWait time
 	var pe *approval.PendingError
 	switch {
 	case errors.Is(err, approval.ErrAborted):
-		c.rec.Decision = "aborted"
+		c.rec.Decision = audit.DecisionAborted
 		return out, tools.Result{Error: "The user stopped the run at the approval prompt. Do not call more tools; finish with a short summary.", Stop: true}, false
 	case errors.As(err, &pe):
-		c.rec.Decision, c.rec.RequestID = "pending", pe.ID
+		c.rec.Decision, c.rec.RequestID = audit.DecisionPending, pe.ID
 		return out, tools.Result{Error: pendingMessage(pe)}, false
 	case err != nil:
-		c.rec.Decision = "error"
+		c.rec.Decision = audit.DecisionError
 		return out, tools.Result{Error: err.Error()}, false
 	}
 	if !out.Approved {
-		c.rec.Decision = strings.ToLower(out.State)
+		c.rec.Decision = audit.DecisionDenied
 		msg := fmt.Sprintf("The user denied this %s call", d.Tool)
-		if out.State == "TIMED_OUT" {
+		switch out.State {
+		case store.TimedOut:
+			c.rec.Decision = audit.DecisionTimedOut
 			msg = fmt.Sprintf("Nobody approved this %s call in time, so it was denied", d.Tool)
-		} else if out.State == "CANCELLED" {
+		case store.Cancelled:
+			c.rec.Decision = audit.DecisionCancelled
 			msg = fmt.Sprintf("The approval request for this %s call was cancelled", d.Tool)
 		}
 		if out.Reason != "" {
@@ -185,15 +189,15 @@ func (e *Engine) approve(ctx context.Context, c *call, d *Decision, maxWait time
 	// The decision is bound to the exact call: run only what was approved.
 	if out.Args != nil && (!bytes.Equal(out.Args, d.args) ||
 		out.ArgsHash != approval.BindingHash(d.Tool, d.args, e.workRoot, e.opts.Env.Session)) {
-		c.rec.Decision = "error"
+		c.rec.Decision = audit.DecisionError
 		return out, tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, d.Tool)}, false
 	}
-	c.rec.Decision = "approved"
+	c.rec.Decision = audit.DecisionApproved
 	switch {
 	case out.Auto:
-		c.rec.Decision = "auto-approved"
+		c.rec.Decision = audit.DecisionAutoApproved
 	case out.Grant != "":
-		c.rec.Decision = "granted"
+		c.rec.Decision = audit.DecisionGranted
 	}
 	return out, tools.Result{}, true
 }
@@ -246,7 +250,7 @@ func noChannel(tool string, d policy.Decision) error {
 
 func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.RawMessage) tools.Result {
 	if e.opts.DryRun {
-		c.rec.Decision = "dry-run"
+		c.rec.Decision = audit.DecisionDryRun
 		return tools.Result{Success: true, Output: fmt.Sprintf("[DRY-RUN] %s would run with %s", t.Name, audit.Truncate(string(args), audit.DefaultMaxLen))}
 	}
 	out, err := t.Run(ctx, e.opts.Env, args)
@@ -264,7 +268,7 @@ func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.
 }
 
 func (e *Engine) refuse(c *call, rule, msg string) tools.Result {
-	c.rec.Decision = "deny"
+	c.rec.Decision = audit.DecisionDeny
 	c.rec.Rule = rule
 	return tools.Result{Error: msg}
 }
