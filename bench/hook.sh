@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `warden hook` as an agent host runs it before every tool call: the whole
 # process, event on stdin, answer on stdout, for calls that need no person
-# (an allowed Read, a safe Bash), against a minimal hook a user would write
+# (an allowed Read, a safe Bash), and `warden tool call read_file` (the same
+# engine as a one-shot CLI call, which runs the tool too), against a minimal hook a user would write
 # instead (python3 reading the event and allowing everything) and against an
 # event warden passes without deciding (the process start). Prints medians
 # and ratios.
@@ -21,6 +22,7 @@ echo alpha > "$tmp/ws/a.txt"
 printf '{"hook_event_name":"PreToolUse","session_id":"bench","cwd":"%s","tool_name":"Read","tool_input":{"file_path":"%s/a.txt"},"tool_use_id":"t"}\n' "$tmp/ws" "$tmp/ws" > "$tmp/read.json"
 printf '{"hook_event_name":"PreToolUse","session_id":"bench","cwd":"%s","tool_name":"Bash","tool_input":{"command":"git status && ls -la"},"tool_use_id":"t"}\n' "$tmp/ws" > "$tmp/bash.json"
 echo '{"hook_event_name":"SessionStart","session_id":"bench"}' > "$tmp/pass.json"
+echo '{"path":"a.txt"}' > "$tmp/args.json"
 cat > "$tmp/allow.py" <<'PY'
 import json, sys
 json.load(sys.stdin)
@@ -37,6 +39,7 @@ echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)  (2 shared cores: numbers 
 hyperfine -N --style none --warmup 5 --runs "$RUNS" --export-json "$tmp/h.json" \
 	-n read "sh -c '$bin hook claude-code < $tmp/read.json'" \
 	-n bash "sh -c '$bin hook claude-code < $tmp/bash.json'" \
+	-n toolcall "sh -c 'cd $tmp/ws && $bin tool call read_file --args \"\$(cat $tmp/args.json)\"'" \
 	-n python-allow-all "sh -c '$py $tmp/allow.py < $tmp/read.json'" \
 	-n pass "sh -c '$bin hook claude-code < $tmp/pass.json'" \
 	-n sh "sh -c true" >/dev/null
@@ -52,10 +55,12 @@ for k in med:
         cpu[k] -= cpu["sh"]
 print(f"{'process (median, sh -c subtracted)':36} {'wall':>9} {'cpu':>9}")
 for k, label in [("read", "warden hook: Read allowed"), ("bash", "warden hook: Bash safe"),
+                 ("toolcall", "warden tool call read_file"),
                  ("python-allow-all", "python3 hook allowing everything"), ("pass", "warden hook: an event it passes")]:
     print(f"{label:36} {med[k]:7.2f} ms {cpu[k]:7.2f} ms")
 print(f"{'(sh -c true itself)':36} {med['sh']:7.2f} ms {cpu['sh']:7.2f} ms")
 print()
 print(f"read / python3 allow-all = {med['read'] / med['python-allow-all']:5.2f}x   (goal: read median <= 15 ms: {med['read']:.2f} ms)")
+print(f"tool call read_file       = {med['toolcall']:5.2f} ms  (goal <= 15 ms)")
 print(f"read - pass              = {med['read'] - med['pass']:5.2f} ms  (what deciding a call costs over starting)")
 PY

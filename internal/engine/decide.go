@@ -110,7 +110,11 @@ func (e *Engine) decide(ctx context.Context, name string, args json.RawMessage) 
 	d.args = canonArgs
 	var inst any
 	_ = json.Unmarshal(canonArgs, &inst)
-	if err := e.schemas[t.Name].Validate(inst); err != nil {
+	schema, err := e.schema(t)
+	if err != nil {
+		return deny(StageArguments, "bad-schema", err.Error(), err.Error())
+	}
+	if err := schema.Validate(inst); err != nil {
 		return deny(StageArguments, "invalid-arguments", err.Error(), fmt.Sprintf("Invalid arguments for %s: %v", t.Name, err))
 	}
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -57,12 +58,15 @@ type HookRunner interface {
 type Engine struct {
 	opts     Options
 	agent    config.Agent
-	schemas  map[string]*jsonschema.Resolved
+	// schemas holds each tool's resolved schema, resolved on the tool's
+	// first call: a one-shot process resolves only the one it calls.
+	schemasMu sync.Mutex
+	schemas   map[string]*jsonschema.Resolved
 	now      func() time.Time
 	workRoot string
 }
 
-// New checks opts and prepares the tools' schemas.
+// New checks opts and that every tool has a schema.
 func New(opts Options) (*Engine, error) {
 	if opts.Registry == nil || opts.Env == nil || opts.Env.Config == nil || opts.Env.FS == nil {
 		return nil, errors.New("engine: Registry, Env, Env.Config and Env.FS are required")
@@ -82,13 +86,24 @@ func New(opts Options) (*Engine, error) {
 		if t.Schema == nil {
 			return nil, fmt.Errorf("engine: tool %s has no schema", t.Name)
 		}
-		r, err := t.Schema.Resolve(nil)
-		if err != nil {
-			return nil, fmt.Errorf("engine: tool %s: bad schema: %w", t.Name, err)
-		}
-		e.schemas[t.Name] = r
 	}
 	return e, nil
+}
+
+// schema returns t's resolved schema, resolving it on first use. A schema
+// that does not resolve is a bug in the tool: its calls are refused.
+func (e *Engine) schema(t *tools.Tool) (*jsonschema.Resolved, error) {
+	e.schemasMu.Lock()
+	defer e.schemasMu.Unlock()
+	if r, ok := e.schemas[t.Name]; ok {
+		return r, nil
+	}
+	r, err := t.Schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s has a bad schema (this is a bug in warden, not in your call): %w", t.Name, err)
+	}
+	e.schemas[t.Name] = r
+	return r, nil
 }
 
 // Tools returns the tools the engine's agent may call.
