@@ -56,14 +56,14 @@ type HookRunner interface {
 
 // Engine runs tool calls through the pipeline.
 type Engine struct {
-	opts     Options
-	agent    config.Agent
+	opts  Options
+	agent config.Agent
 	// schemas holds each tool's resolved schema, resolved on the tool's
 	// first call: a one-shot process resolves only the one it calls.
 	schemasMu sync.Mutex
 	schemas   map[string]*jsonschema.Resolved
-	now      func() time.Time
-	workRoot string
+	now       func() time.Time
+	workRoot  string
 }
 
 // New checks opts and that every tool has a schema.
