@@ -662,3 +662,34 @@ func TestCodexStripsMCPEnv(t *testing.T) {
 	b.run(t, h, srv)
 	resultContains(t, srv, 0, "classified")
 }
+
+// [hooks] approval = "host": a supervised call goes to Claude Code's own
+// prompt ("ask"), which under `claude -p` refuses it; nothing runs and no
+// request is made.
+func TestClaudeHostAsks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the agent hosts")
+	}
+	d := dialects[0]
+	b := newBox(t, d, "[hooks]\napproval = \"host\"\n")
+	srv := serverFor(t, d, hooktest.Script{Steps: []hooktest.Step{d.shell("touch asked-ran")}})
+	b.run(t, b.host(t, srv, false), srv)
+	if b.exists("asked-ran") {
+		t.Fatalf("a call left to the host's prompt ran under -p\n%s", srv.Dump())
+	}
+	if r, ok := srv.ResultOf(0); !ok || !r.IsError {
+		t.Fatalf("the model was not told the call was refused\n%s", srv.Dump())
+	}
+	st, err := store.OpenSQLite(b.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if l, _ := st.List(t.Context(), store.Filter{}); len(l) != 0 {
+		t.Fatalf("a request was made: %+v", l)
+	}
+	rows, _ := st.Audit(t.Context(), store.AuditFilter{Event: "host_tool_call"})
+	if len(rows) != 1 || rows[0].Record.Decision != "host-ask" {
+		t.Fatalf("audit rows %+v", rows)
+	}
+}
