@@ -1,8 +1,13 @@
 package hook_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -691,5 +696,66 @@ func TestClaudeHostAsks(t *testing.T) {
 	rows, _ := st.Audit(t.Context(), store.AuditFilter{Event: "host_tool_call"})
 	if len(rows) != 1 || rows[0].Record.Decision != "host-ask" {
 		t.Fatalf("audit rows %+v", rows)
+	}
+}
+
+// A supervised call of the host, waiting in the hook, approved through the
+// REST API of `warden serve` by a supervisor with her bearer token.
+func TestHostApprovedThroughREST(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the agent hosts")
+	}
+	d := dialects[0]
+	b := newBox(t, d, supervisedConfig)
+	const token = "alice-token-0123456789abcdef"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	serve := exec.Command(warden(t), "serve", "--addr", addr)
+	serve.Env = append(append([]string{}, b.env...), "ALICE_TOKEN="+token)
+	var serveOut bytes.Buffer
+	serve.Stdout, serve.Stderr = &serveOut, &serveOut
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	done := make(chan string, 1)
+	go func() {
+		st, err := store.OpenSQLite(b.db, nil)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		defer st.Close()
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			p, _ := st.List(context.Background(), store.Filter{State: store.Pending})
+			if len(p) == 0 {
+				continue
+			}
+			req, _ := http.NewRequest("POST", "http://"+addr+"/api/approvals/"+p[0].ID+"/approve", strings.NewReader(`{"reason":"ok"}`))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			done <- fmt.Sprintf("%d %s", resp.StatusCode, body)
+			return
+		}
+		done <- "no request became pending"
+	}()
+	srv := serverFor(t, d, hooktest.Script{Steps: []hooktest.Step{d.write(b.ws, "rest.txt", "via the API")}})
+	b.run(t, b.host(t, srv, false), srv)
+	if got := <-done; !strings.HasPrefix(got, "200 ") {
+		t.Fatalf("approve through the API: %s\n%s", got, serveOut.String())
+	}
+	if got, err := os.ReadFile(filepath.Join(b.ws, "rest.txt")); err != nil || string(got) != "via the API" {
+		t.Fatalf("rest.txt = %q, %v\n%s", got, err, srv.Dump())
 	}
 }
