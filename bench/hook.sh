@@ -22,7 +22,7 @@ echo alpha > "$tmp/ws/a.txt"
 printf '{"hook_event_name":"PreToolUse","session_id":"bench","cwd":"%s","tool_name":"Read","tool_input":{"file_path":"%s/a.txt"},"tool_use_id":"t"}\n' "$tmp/ws" "$tmp/ws" > "$tmp/read.json"
 printf '{"hook_event_name":"PreToolUse","session_id":"bench","cwd":"%s","tool_name":"Bash","tool_input":{"command":"git status && ls -la"},"tool_use_id":"t"}\n' "$tmp/ws" > "$tmp/bash.json"
 echo '{"hook_event_name":"SessionStart","session_id":"bench"}' > "$tmp/pass.json"
-echo '{"path":"a.txt"}' > "$tmp/args.json"
+printf 'cd %s && exec %s tool call read_file --args %s\n' "$tmp/ws" "$bin" "'{\"path\":\"a.txt\"}'" > "$tmp/toolcall.sh"
 cat > "$tmp/allow.py" <<'PY'
 import json, sys
 json.load(sys.stdin)
@@ -39,7 +39,7 @@ echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)  (2 shared cores: numbers 
 hyperfine -N --style none --warmup 5 --runs "$RUNS" --export-json "$tmp/h.json" \
 	-n read "sh -c '$bin hook claude-code < $tmp/read.json'" \
 	-n bash "sh -c '$bin hook claude-code < $tmp/bash.json'" \
-	-n toolcall "sh -c 'cd $tmp/ws && $bin tool call read_file --args \"\$(cat $tmp/args.json)\"'" \
+	-n toolcall "sh $tmp/toolcall.sh" \
 	-n python-allow-all "sh -c '$py $tmp/allow.py < $tmp/read.json'" \
 	-n pass "sh -c '$bin hook claude-code < $tmp/pass.json'" \
 	-n sh "sh -c true" >/dev/null
