@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,37 +19,18 @@ import (
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
-type memSink struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (m *memSink) Write(_ context.Context, r *audit.Record) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.recs = append(m.recs, *r)
-	return nil
-}
-
-func (m *memSink) all() []audit.Record {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]audit.Record(nil), m.recs...)
-}
-
 // decideFixture decides host events in process with the real engine, a
 // broker on a SQLite store where supervisor alice decides, and the
 // configuration edit sets.
 type decideFixture struct {
 	ws    string
 	store *store.SQLite
-	sink  *memSink
 	opts  Options
 }
 
 func newDecideFixture(t *testing.T, h Host, edit func(*config.Config)) *decideFixture {
 	t.Helper()
-	f := &decideFixture{ws: testWorkspace(t), sink: &memSink{}}
+	f := &decideFixture{ws: testWorkspace(t)}
 	st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "w.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -72,11 +52,25 @@ func newDecideFixture(t *testing.T, h Host, edit func(*config.Config)) *decideFi
 			return nil, err
 		}
 		return &EngineSession{Root: root, Config: cfg, Closer: root.Close, HostAsks: f.opts.HostAsks, Wait: f.opts.Wait, NewEngine: func(reg *tools.Registry) (Decider, error) {
-			return engine.New(engine.Options{Registry: reg, Approver: brk, Audit: f.sink,
+			return engine.New(engine.Options{Registry: reg, Approver: brk, Audit: st,
 				Env: &tools.Env{Root: root, FS: root, Config: cfg, Session: ev.Session, Agent: string(h)}})
 		}}, nil
 	}}
 	return f
+}
+
+// audit returns the records of the fixture's audit trail (the store's chain).
+func (f *decideFixture) audit(t *testing.T) []audit.Record {
+	t.Helper()
+	rows, err := f.store.Audit(t.Context(), store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]audit.Record, len(rows))
+	for i, r := range rows {
+		out[i] = r.Record
+	}
+	return out
 }
 
 func (f *decideFixture) event(t *testing.T, name, tool string, input any) []byte {
@@ -212,7 +206,7 @@ func TestDecideSupervisedWaits(t *testing.T) {
 		t.Fatalf("denied while waiting: %q %q", got, reason)
 	}
 	var hostCalls int
-	for _, r := range f.sink.all() {
+	for _, r := range f.audit(t) {
 		if r.Event == engine.EventHostCall {
 			hostCalls++
 			if r.Agent != "claude-code" || r.Session != "sess-1" {
@@ -285,7 +279,7 @@ func TestDecideDialects(t *testing.T) {
 			}
 		}
 		var results int
-		for _, r := range f.sink.all() {
+		for _, r := range f.audit(t) {
 			if r.Event == engine.EventHostResult {
 				results++
 			}
