@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
@@ -62,6 +63,11 @@ type Options struct {
 	Approver ApproverFunc
 	// Registry builds the tools; nil means tools.Builtin.
 	Registry RegistryFunc
+	// LeaveStoreOpen leaves the store open at Close, for a process that
+	// ends right after (a one-shot call, a hook): closing SQLite's last
+	// connection checkpoints and deletes the WAL, for the next process to
+	// create again. What was committed is in the WAL either way.
+	LeaveStoreOpen bool
 }
 
 // UsageError is a mistake in what the caller asked for (an unknown agent,
@@ -131,10 +137,24 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		a.closers.add(f.Close)
 		mirror = append(mirror, f)
 	}
-	if a.store, err = OpenStore(o.DB); err != nil {
+	// [telemetry] exports what the audit trail records (the engine's
+	// calls and the approver's decisions) to an OTLP collector.
+	if sink, stop, err := telemetrySink(ctx, cfg.Telemetry); err != nil {
+		return nil, err
+	} else if sink != nil {
+		mirror = append(mirror, sink)
+		a.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return stop(ctx)
+		})
+	}
+	if a.store, err = OpenStore(o.DB, cfg.Store); err != nil {
 		return nil, err
 	}
-	a.closers.add(a.store.Close)
+	if !o.LeaveStoreOpen {
+		a.closers.add(a.store.Close)
+	}
 	sinks := append(append(audit.Multi{}, mirror...), a.store)
 	a.audit = sinks
 
