@@ -182,7 +182,6 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.closers.add(func() error { closeApprover(); return nil })
-	auditChannelProblems(ctx, cfg, sinks)
 
 	reg := tools.Builtin(cfg)
 	if o.Registry != nil {

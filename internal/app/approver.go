@@ -105,15 +105,24 @@ func approvalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 	return o, closeFn, problems, nil
 }
 
-// auditChannelProblems writes a notify_failed record per channel that
-// could not be started, so the trail says why nobody was told.
-func auditChannelProblems(ctx context.Context, cfg *config.Config, sink audit.Sink) {
-	if sink == nil {
-		return
+// channelOptions is ApprovalOptions for an approver that asks: each
+// channel that cannot start is also written to the audit trail (event
+// notify_failed, to every sink of sinks that is one), so the trail says why
+// nobody was told.
+func channelOptions(ctx context.Context, cfg *config.Config, log *slog.Logger, sinks ...any) (approval.Options, func() error, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	for _, p := range ChannelProblems(cfg) {
-		_ = sink.Write(ctx, &audit.Record{Time: time.Now().UTC(), Event: "notify_failed", Error: p.Error()})
+	o, closeFn, problems, err := approvalOptions(cfg, log)
+	for _, p := range problems {
+		log.Warn("notification channel not started; approval requests are not sent there", "error", p)
+		for _, s := range sinks {
+			if sink, ok := s.(audit.Sink); ok && sink != nil {
+				_ = sink.Write(ctx, &audit.Record{Time: time.Now().UTC(), Event: "notify_failed", Error: p.Error()})
+			}
+		}
 	}
+	return o, closeFn, err
 }
 
 // Lazy builds the approver f builds on its first use (approval.Lazy): a
@@ -135,7 +144,7 @@ func TerminalApprover(ctx context.Context, cfg *config.Config, st *store.SQLite,
 }
 
 func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
-	o, closeChannels, err := ApprovalOptions(cfg, log)
+	o, closeChannels, err := channelOptions(ctx, cfg, log, mirror, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,7 +171,7 @@ func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror a
 // Neither uses the terminal: stdin is the protocol.
 func MCPApprover(elicit bool) ApproverFunc {
 	return func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
-		o, closeChannels, err := ApprovalOptions(cfg, log)
+		o, closeChannels, err := channelOptions(ctx, cfg, log, mirror, st)
 		if err != nil {
 			return nil, nil, err
 		}
