@@ -105,6 +105,14 @@ func approvalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 	return o, closeFn, problems, nil
 }
 
+// announce prints, on stderr, how to decide a request this process waits
+// for (approval.Announcement).
+func announce(cfg *config.Config) func(*approval.Pending, []string) {
+	return func(p *approval.Pending, sentTo []string) {
+		fmt.Fprint(os.Stderr, approval.Announcement(p, cfg.Security.Approval.PageURL, sentTo))
+	}
+}
+
 // channelOptions is ApprovalOptions for an approver that asks: each
 // channel that cannot start is also written to the audit trail (event
 // notify_failed, to every sink of sinks that is one), so the trail says why
@@ -155,6 +163,8 @@ func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror a
 
 	if approval.IsTerminal(os.Stdin, os.Stderr) {
 		o.Prompt = approval.NewTerminal(os.Stdin, os.Stderr)
+	} else {
+		o.Announce = announce(cfg)
 	}
 	b, err := approval.New(ctx, o)
 	if err != nil {
@@ -179,6 +189,7 @@ func MCPApprover(elicit bool) ApproverFunc {
 		o.Store, o.Audit = st, mirror
 
 		o.Channels = append(o.Channels, mcp.ProgressChannel{})
+		o.Announce = announce(cfg) // stderr: the host's log of this server
 		plain, err := approval.New(ctx, o)
 		if err != nil {
 			closeFn()

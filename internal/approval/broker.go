@@ -76,6 +76,10 @@ type Options struct {
 	// GrantMax caps the duration of a grant (ApproveWithGrant); default
 	// DefaultGrantMax. See GrantMax for the configured value.
 	GrantMax time.Duration
+	// Announce, when set, is told about each new request this broker waits
+	// for, once its channels were notified, with the names of those that
+	// took it (ChannelName): the CLI prints how to decide it.
+	Announce func(p *Pending, sentTo []string)
 }
 
 // Broker is the Approver on a shared Store.
@@ -328,10 +332,16 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Targe
 		}
 		b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
 		p := PendingOf(a)
+		var sentTo []string
 		for _, ch := range b.o.Channels {
 			if err := ch.Notify(ctx, p); err != nil {
 				b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+			} else if n, ok := ch.(NamedChannel); ok && n.ChannelName() != "" {
+				sentTo = append(sentTo, n.ChannelName())
 			}
+		}
+		if b.o.Announce != nil {
+			b.o.Announce(p, sentTo)
 		}
 	}
 	b.log.Info("approval request pending", "id", a.ID, "tool", a.Tool, "expires", a.ExpiresAt.Format(time.RFC3339),

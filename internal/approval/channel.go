@@ -3,6 +3,8 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -37,6 +39,38 @@ func PendingOf(a *store.Approval) *Pending {
 // The channels of package notify implement it.
 type Channel interface {
 	Notify(ctx context.Context, p *Pending) error
+}
+
+// NamedChannel is a Channel that says what it is ("slack", "telegram"),
+// for the line that tells the caller where a request was sent.
+type NamedChannel interface {
+	Channel
+	ChannelName() string
+}
+
+// Announcement is what a process waiting for a decision prints (as `gh
+// auth login` prints its code): the request, the commands that decide it,
+// the page, and where it was sent. Every part from the request is made
+// printable.
+func Announcement(p *Pending, pageURL string, sentTo []string) string {
+	var b strings.Builder
+	id := Printable(p.ID, 64)
+	fmt.Fprintf(&b, "warden: %s is waiting for a supervisor's decision (request %s", Printable(p.Tool, 64), id)
+	if !p.ExpiresAt.IsZero() {
+		fmt.Fprintf(&b, ", expires %s", p.ExpiresAt.Local().Format("15:04:05"))
+	}
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "  approve:  warden approvals approve %s\n", id)
+	fmt.Fprintf(&b, "  deny:     warden approvals deny %s --reason \"...\"\n", id)
+	if pageURL != "" {
+		fmt.Fprintf(&b, "  page:     %s/requests/%s\n", strings.TrimRight(pageURL, "/"), url.PathEscape(p.ID))
+	}
+	if len(sentTo) > 0 {
+		fmt.Fprintf(&b, "  sent to:  %s\n", strings.Join(sentTo, ", "))
+	} else {
+		b.WriteString("  sent to:  no channel; a supervisor sees it in warden approvals list or on warden serve's page\n")
+	}
+	return b.String()
 }
 
 // Decider decides requests on behalf of a channel that takes answers

@@ -143,3 +143,6 @@ func (d *Discord) Notify(_ context.Context, p *approval.Pending) error {
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
 func (d *Discord) Close() error { d.box.Close(); return nil }
+
+// ChannelName implements approval.NamedChannel.
+func (*Discord) ChannelName() string { return "discord" }

@@ -135,3 +135,6 @@ func postJSON(ctx context.Context, c *http.Client, service, u string, body []byt
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return httpResult(service, resp)
 }
+
+// ChannelName implements approval.NamedChannel.
+func (*Slack) ChannelName() string { return "slack" }

@@ -284,3 +284,6 @@ func (t *Channel) Close() error {
 	t.box.Close()
 	return nil
 }
+
+// ChannelName implements approval.NamedChannel.
+func (*Channel) ChannelName() string { return "telegram" }
