@@ -79,6 +79,7 @@ supervisor's bearer token instead).`,
 
 	show := &cobra.Command{
 		Use:   "show ID",
+		Long:  "Show one approval request. ID is the whole id or a unique prefix of at least 6 characters (the page shows 8).",
 		Short: "Show one approval request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -87,7 +88,11 @@ supervisor's bearer token instead).`,
 				return err
 			}
 			defer st.Close()
-			a, err := st.Get(c.Context(), args[0])
+			id, err := st.ExpandID(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			a, err := st.Get(c.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -227,10 +232,14 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 				return err
 			}
 			defer closeFn()
-			if err := b.RevokeGrant(c.Context(), args[0], sup); err != nil {
+			id, err := b.Store().ExpandGrantID(c.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			gr, err := b.Store().GetGrant(c.Context(), args[0])
+			if err := b.RevokeGrant(c.Context(), id, sup); err != nil {
+				return err
+			}
+			gr, err := b.Store().GetGrant(c.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -265,12 +274,16 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 				return err
 			}
 			defer closeFn()
+			id, err := b.Store().ExpandID(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
 			var a *store.Approval
 			var gr *store.Grant
 			if grant > 0 {
-				a, gr, err = b.ApproveWithGrant(c.Context(), args[0], sup, reason, grant)
+				a, gr, err = b.ApproveWithGrant(c.Context(), id, sup, reason, grant)
 			} else {
-				a, err = b.Decide(c.Context(), args[0], sup, approve, reason)
+				a, err = b.Decide(c.Context(), id, sup, approve, reason)
 			}
 			if err != nil {
 				return err
