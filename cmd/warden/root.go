@@ -79,6 +79,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
+	addCompletions(root, g)
 	return root
 }
 
