@@ -65,6 +65,7 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	l.validateLLM()
 	l.validateMCP()
 	l.validateAgents()
+	l.validateCheckpoints()
 }
 
 func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
