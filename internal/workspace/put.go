@@ -223,3 +223,8 @@ func atomicCopy(dirfd int, name string, r io.Reader, perm fs.FileMode, durable b
 	}
 	return nil
 }
+
+// MaskedEntry is MaskRule for an entry of a directory known to be
+// unmasked (a walk that never enters a masked directory): only the entry's
+// own path needs testing, which is cheaper.
+func (w *Root) MaskedEntry(rel string) (string, bool) { return matchEntry(w.mask, rel) }

@@ -144,3 +144,19 @@ func TestOpenDir(t *testing.T) {
 		}
 	}
 }
+
+// MaskedEntry agrees with MaskRule for every entry of an unmasked directory.
+func TestMaskedEntryAgrees(t *testing.T) {
+	t.Parallel()
+	fx := makefs(t, nil, &Options{Mask: []string{"secrets/*.txt", "**/private", "build/out.bin", "*.log"}})
+	for _, rel := range []string{
+		"a", ".env", ".env.local", "src/.env", "x.pem", "d/y.KEY", ".ssh", "a/.aws", "warden.toml", "src/warden.toml",
+		"secrets/a.txt", "secrets/a.md", "x/private", "private", "build/out.bin", "build/out", "a.log", "d/a.log", "README",
+	} {
+		r1, ok1 := fx.w.MaskRule(rel)
+		r2, ok2 := fx.w.MaskedEntry(rel)
+		if ok1 != ok2 || r1 != r2 {
+			t.Errorf("%s: MaskRule = %q %v, MaskedEntry = %q %v", rel, r1, ok1, r2, ok2)
+		}
+	}
+}
