@@ -68,7 +68,7 @@ func (s *Store) take(ctx context.Context, o *objects, reason string, call *Call,
 			b, err := s.root.ReadFile(rel, maxIgnoreFile)
 			return string(b), err == nil
 		},
-		beforeHash: s.fits,
+		maxNew: s.opts.MaxBytes, tooMuch: s.tooMuch,
 	}
 	top, err := sc.run(ctx)
 	if err != nil {
@@ -105,14 +105,11 @@ func (s *Store) take(ctx context.Context, o *objects, reason string, call *Call,
 // maxIgnoreFile bounds the size of a .gitignore that is honoured.
 const maxIgnoreFile = 1 << 20
 
-// fits refuses, before anything is read, a checkpoint whose new content
-// alone could not fit in max_bytes.
-func (s *Store) fits(upTo int64) error {
-	if upTo > s.opts.MaxBytes {
-		return fmt.Errorf("%w: up to %d bytes of changed files to record, max_bytes is %d; raise [checkpoints] max_bytes or add the large trees to [checkpoints] ignore",
-			ErrTooLarge, upTo, s.opts.MaxBytes)
-	}
-	return nil
+// tooMuch is the error of a checkpoint whose new content alone does not
+// fit in max_bytes; what it wrote is dropped.
+func (s *Store) tooMuch(n int64) error {
+	return fmt.Errorf("%w: more than %d bytes of changed files to record, max_bytes is %d; raise [checkpoints] max_bytes or add the large trees to [checkpoints] ignore",
+		ErrTooLarge, n, s.opts.MaxBytes)
 }
 
 func (s *Store) loadIndex() index {

@@ -33,6 +33,7 @@ type objects struct {
 	mu      sync.Mutex
 	loc     map[hash]objLoc // committed objects
 	pending map[hash]objLoc // appended to a pack not yet committed
+	pendN   int64           // their bytes
 	readers map[string]*os.File
 	writers []*packWriter
 }
@@ -99,6 +100,13 @@ func (o *objects) removeOrphans() {
 			os.Remove(filepath.Join(o.dir, e.Name()))
 		}
 	}
+}
+
+// pendingBytes is the size of the objects written and not yet committed.
+func (o *objects) pendingBytes() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pendN
 }
 
 func (o *objects) has(h hash) bool {
@@ -185,6 +193,7 @@ func (w *packWriter) claim(h hash, n int64) {
 	_, b := w.o.pending[h]
 	if !a && !b {
 		w.o.pending[h] = objLoc{pack: w.id, off: w.off, size: n}
+		w.o.pendN += n
 	}
 	w.o.mu.Unlock()
 	if a || b {
@@ -270,7 +279,10 @@ func (o *objects) commit() (int64, error) {
 		o.mu.Lock()
 		for _, e := range w.ents {
 			o.loc[e.hash] = objLoc{pack: w.id, off: e.off, size: e.size}
-			delete(o.pending, e.hash)
+			if _, ok := o.pending[e.hash]; ok {
+				delete(o.pending, e.hash)
+				o.pendN -= e.size
+			}
 		}
 		o.mu.Unlock()
 	}

@@ -107,6 +107,10 @@ func (s *Store) Plan(ctx context.Context, c *Checkpoint) (*Plan, error) {
 // left out is left alone) and compares it with c's tree. The caller holds
 // the lock.
 func (s *Store) plan(ctx context.Context, o *objects, c *Checkpoint) (*Plan, error) {
+	// c may have been pruned since the caller read it.
+	if _, err := s.Get(c.ID); err != nil {
+		return nil, err
+	}
 	th, err := parseHash(c.Tree)
 	if err != nil {
 		return nil, corrupt("checkpoint %s: %v", c.ID, err)

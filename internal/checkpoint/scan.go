@@ -67,9 +67,10 @@ type scanner struct {
 	// or .git/info/exclude); present says whether this scan saw a regular
 	// file there.
 	readRules func(rel string, present bool) (string, bool)
-	// beforeHash, when set, sees the total size of the files to read
-	// before any is read, and may refuse.
-	beforeHash func(total int64) error
+	// maxNew, when set, bounds the bytes of new objects: past it the scan
+	// stops with tooMuch's error.
+	maxNew  int64
+	tooMuch func(n int64) error
 
 	start time.Time
 	newIx index
@@ -126,15 +127,6 @@ func (s *scanner) run(ctx context.Context) (*dirNode, error) {
 	top := &dirNode{}
 	if err := s.walk(ctx, &dirJob{fd: fd, node: top, rules: s.rules}); err != nil {
 		return nil, err
-	}
-	if s.beforeHash != nil {
-		var total int64
-		for _, j := range s.jobs {
-			total += j.st.size
-		}
-		if err := s.beforeHash(total); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.hashAll(ctx); err != nil {
 		return nil, err
@@ -480,6 +472,11 @@ func (s *scanner) hashFile(w *packWriter, j *hashJob) error {
 		}
 		if err != nil {
 			return fmt.Errorf("failed to record %s: %w", j.rel, err)
+		}
+		if s.maxNew > 0 {
+			if n := s.objs.pendingBytes(); n > s.maxNew {
+				return s.tooMuch(n)
+			}
 		}
 		e.hash, e.size = h, st.size
 		if !racy(max(st.mtime, st.ctime), s.start) {

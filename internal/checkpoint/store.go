@@ -191,7 +191,7 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 		return nil, fmt.Errorf("failed to open the checkpoint store's lock: %w", err)
 	}
 	deadline := time.Now().Add(s.opts.LockWait)
-	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+	for delay := time.Millisecond; ; delay = min(2*delay, 10*time.Millisecond) {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			break
