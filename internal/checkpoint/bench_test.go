@@ -5,15 +5,22 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// The benchmark workspace: benchFiles files in nested directories, about
-// benchBytes in total, like a mid-sized repository (WARDEN_BENCH_FILES and
-// WARDEN_BENCH_MB change it).
+// The benchmarks run warden's checkpoints and, on the same tree in the same
+// run, what a user would do instead: commit to a scratch git repository
+// (git add -A && git commit), copy the tree (cp -a), or snapshot it with
+// rsync (incremental: --link-dest). bench/checkpoint.sh runs them and
+// prints the ratios.
+//
+// The tree: WARDEN_BENCH_FILES files (default 10,000) totalling about
+// WARDEN_BENCH_MB (default 200), 20 per directory, three levels deep.
 func benchSize() (files int, bytes int64) {
 	files, mb := 10000, 200
 	if v, err := strconv.Atoi(os.Getenv("WARDEN_BENCH_FILES")); err == nil && v > 0 {
@@ -25,9 +32,7 @@ func benchSize() (files int, bytes int64) {
 	return files, int64(mb) << 20
 }
 
-// benchTree writes a workspace of n files totalling about total bytes
-// (sizes spread from a few bytes to a few hundred KiB, text and binary),
-// 20 files per directory, three levels deep, with times a minute old.
+// benchTree writes the benchmark tree into dir and returns its files.
 func benchTree(b testing.TB, dir string, n int, total int64) []string {
 	b.Helper()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -36,7 +41,6 @@ func benchTree(b testing.TB, dir string, n int, total int64) []string {
 	for i := range buf {
 		buf[i] = "abcdefghij klmnop\nqrstuvwxyz0123456789"[r.IntN(38)]
 	}
-	old := time.Now().Add(-time.Minute)
 	var files []string
 	for i := 0; i < n; i++ {
 		rel := filepath.Join(fmt.Sprintf("d%02d", i/2000), fmt.Sprintf("e%02d", (i/200)%10), fmt.Sprintf("f%02d", (i/20)%10), fmt.Sprintf("file%05d.txt", i))
@@ -48,100 +52,298 @@ func benchTree(b testing.TB, dir string, n int, total int64) []string {
 		off := r.Int64N(int64(len(buf)) - size)
 		data := append([]byte(fmt.Sprintf("%d\n", i)), buf[off:off+size]...)
 		must(b, os.WriteFile(p, data, 0o644))
-		must(b, os.Chtimes(p, old, old))
 		files = append(files, rel)
 	}
 	return files
 }
 
-func benchFixture(b *testing.B) (*fixture, []string) {
+// pristine is a benchmark tree shared by the sub-benchmarks of one group;
+// each copies it.
+type pristine struct {
+	dir   string
+	files []string
+}
+
+func newPristine(b *testing.B) *pristine {
 	n, total := benchSize()
-	fx := newFixture(b, nil)
-	files := benchTree(b, fx.ws, n, total)
-	// A file written within a clock tick of a scan is read again by the
-	// next one (see racy); a real workspace's files are older than that.
-	time.Sleep(200 * time.Millisecond)
-	return fx, files
+	p := &pristine{dir: filepath.Join(b.TempDir(), "tree")}
+	p.files = benchTree(b, p.dir, n, total)
+	return p
 }
 
-// BenchmarkFirstCheckpoint: the first checkpoint of a workspace (every
-// file read, hashed and stored).
+// workspace copies the pristine tree to a new directory. Its files are
+// given times a second old: a real workspace's files were not all written
+// within a clock tick of the first checkpoint (see racy).
+func (p *pristine) workspace(b *testing.B) string {
+	ws := filepath.Join(b.TempDir(), "ws")
+	run(b, "", "cp", "-a", p.dir, ws)
+	time.Sleep(150 * time.Millisecond)
+	return ws
+}
+
+func run(b testing.TB, dir string, name string, args ...string) {
+	b.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func need(b *testing.B, prog string) {
+	if _, err := exec.LookPath(prog); err != nil {
+		b.Skipf("%s is not installed", prog)
+	}
+}
+
+// gitSnap commits the whole of ws to a scratch repository kept outside it.
+func gitSnap(b testing.TB, gitDir, ws string) {
+	run(b, ws, "git", "--git-dir="+gitDir, "--work-tree="+ws, "add", "-A")
+	run(b, ws, "git", "--git-dir="+gitDir, "--work-tree="+ws, "commit", "-q", "--no-verify", "--allow-empty", "-m", "snapshot")
+}
+
+func gitInit(b testing.TB, gitDir string) {
+	run(b, "", "git", "init", "-q", "--bare", gitDir)
+	run(b, "", "git", "--git-dir="+gitDir, "config", "core.bare", "false")
+}
+
+func change10(b testing.TB, ws string, files []string, i int) {
+	for k := 0; k < 10; k++ {
+		p := filepath.Join(ws, files[(i*10+k)*37%len(files)])
+		must(b, os.WriteFile(p, []byte(fmt.Sprintf("changed %d %d\n", i, k)), 0o644))
+	}
+}
+
+func openStore(b *testing.B, ws, state string) *fixture {
+	fx := &fixture{ws: ws, state: state}
+	fx.open(b, nil)
+	return fx
+}
+
+// BenchmarkFirstCheckpoint: recording a whole workspace for the first time.
 func BenchmarkFirstCheckpoint(b *testing.B) {
-	fx, _ := benchFixture(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		os.RemoveAll(fx.store.Dir())
-		fx.open(b, nil)
-		b.StartTimer()
-		fx.checkpoint(b)
-	}
-}
-
-// BenchmarkIncrementalCheckpoint: a checkpoint after 10 files changed.
-func BenchmarkIncrementalCheckpoint(b *testing.B) {
-	fx, files := benchFixture(b)
-	fx.checkpoint(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		for k := 0; k < 10; k++ {
-			p := filepath.Join(fx.ws, files[(i*10+k)*37%len(files)])
-			must(b, os.WriteFile(p, []byte(fmt.Sprintf("changed %d %d\n", i, k)), 0o644))
-		}
-		b.StartTimer()
-		fx.checkpoint(b)
-	}
-}
-
-// BenchmarkUndoDeletion: restoring 1,000 deleted files.
-func BenchmarkUndoDeletion(b *testing.B) {
-	fx, files := benchFixture(b)
-	c := fx.checkpoint(b)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		for _, f := range files[:1000] {
-			must(b, os.Remove(filepath.Join(fx.ws, f)))
-		}
-		b.StartTimer()
-		res, err := fx.store.Undo(context.Background(), c, nil)
-		must(b, err)
-		if n := len(res.Plan.Changes()); n < 1000 {
-			b.Fatalf("undo restored %d paths", n)
-		}
-	}
-}
-
-// BenchmarkHundredCheckpoints reports the store's size after 100
-// incremental checkpoints, 10 changed files each.
-func BenchmarkHundredCheckpoints(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		fx, files := benchFixture(b)
-		fx.checkpoint(b)
-		first := dirBytes(b, fx.store.Dir())
-		b.StartTimer()
-		for j := 0; j < 100; j++ {
-			for k := 0; k < 10; k++ {
-				p := filepath.Join(fx.ws, files[(j*10+k)*37%len(files)])
-				must(b, os.WriteFile(p, []byte(fmt.Sprintf("changed %d %d\n", j, k)), 0o644))
-			}
+	p := newPristine(b)
+	b.Run("warden", func(b *testing.B) {
+		ws := p.workspace(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
+			b.StartTimer()
 			fx.checkpoint(b)
 		}
-		b.StopTimer()
-		b.ReportMetric(float64(first)/(1<<20), "MiB-first")
-		b.ReportMetric(float64(dirBytes(b, fx.store.Dir())-first)/(1<<20), "MiB-100-more")
-	}
+	})
+	b.Run("git", func(b *testing.B) {
+		need(b, "git")
+		ws := p.workspace(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			g := filepath.Join(b.TempDir(), "git")
+			b.StartTimer()
+			gitInit(b, g)
+			gitSnap(b, g, ws)
+		}
+	})
+	b.Run("cp", func(b *testing.B) {
+		ws := p.workspace(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			dst := filepath.Join(b.TempDir(), "copy")
+			b.StartTimer()
+			run(b, "", "cp", "-a", ws, dst)
+		}
+	})
+	b.Run("rsync", func(b *testing.B) {
+		need(b, "rsync")
+		ws := p.workspace(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			dst := filepath.Join(b.TempDir(), "copy")
+			b.StartTimer()
+			run(b, "", "rsync", "-a", ws+"/", dst+"/")
+		}
+	})
 }
 
-func dirBytes(b testing.TB, dir string) int64 {
-	var n int64
-	must(b, filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err == nil && info.Mode().IsRegular() {
-			n += info.Size()
+// BenchmarkIncrementalCheckpoint: recording the workspace again after 10
+// files changed.
+func BenchmarkIncrementalCheckpoint(b *testing.B) {
+	p := newPristine(b)
+	b.Run("warden", func(b *testing.B) {
+		ws := p.workspace(b)
+		fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
+		fx.checkpoint(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			change10(b, ws, p.files, i)
+			b.StartTimer()
+			fx.checkpoint(b)
 		}
-		return err
-	}))
+	})
+	b.Run("git", func(b *testing.B) {
+		need(b, "git")
+		ws := p.workspace(b)
+		g := filepath.Join(b.TempDir(), "git")
+		gitInit(b, g)
+		gitSnap(b, g, ws)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			change10(b, ws, p.files, i)
+			b.StartTimer()
+			gitSnap(b, g, ws)
+		}
+	})
+	b.Run("rsync-link-dest", func(b *testing.B) {
+		need(b, "rsync")
+		ws := p.workspace(b)
+		snaps := b.TempDir()
+		prev := filepath.Join(snaps, "0")
+		run(b, "", "rsync", "-a", ws+"/", prev+"/")
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			change10(b, ws, p.files, i)
+			next := filepath.Join(snaps, strconv.Itoa(i+1))
+			b.StartTimer()
+			run(b, "", "rsync", "-a", "--link-dest="+prev, ws+"/", next+"/")
+			prev = next
+		}
+	})
+	b.Run("cp", func(b *testing.B) {
+		ws := p.workspace(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			change10(b, ws, p.files, i)
+			dst := filepath.Join(b.TempDir(), "copy")
+			b.StartTimer()
+			run(b, "", "cp", "-a", ws, dst)
+		}
+	})
+}
+
+// BenchmarkUndoDeletion: bringing back 1,000 deleted files (half the tree
+// when it is smaller).
+func BenchmarkUndoDeletion(b *testing.B) {
+	p := newPristine(b)
+	n := min(1000, len(p.files)/2)
+	del := func(b *testing.B, ws string) {
+		for _, f := range p.files[:n] {
+			must(b, os.Remove(filepath.Join(ws, f)))
+		}
+	}
+	b.Run("warden", func(b *testing.B) {
+		ws := p.workspace(b)
+		fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
+		c := fx.checkpoint(b)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			del(b, ws)
+			b.StartTimer()
+			res, err := fx.store.Undo(context.Background(), c, nil)
+			must(b, err)
+			if got := len(res.Plan.Changes()); got < n {
+				b.Fatalf("undo restored %d paths, want %d", got, n)
+			}
+		}
+	})
+	b.Run("git", func(b *testing.B) {
+		need(b, "git")
+		ws := p.workspace(b)
+		g := filepath.Join(b.TempDir(), "git")
+		gitInit(b, g)
+		gitSnap(b, g, ws)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			del(b, ws)
+			b.StartTimer()
+			run(b, ws, "git", "--git-dir="+g, "--work-tree="+ws, "checkout", "-f", "--", ".")
+		}
+	})
+	b.Run("rsync", func(b *testing.B) {
+		need(b, "rsync")
+		ws := p.workspace(b)
+		backup := filepath.Join(b.TempDir(), "backup")
+		run(b, "", "rsync", "-a", ws+"/", backup+"/")
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			del(b, ws)
+			b.StartTimer()
+			run(b, "", "rsync", "-a", "--delete", backup+"/", ws+"/")
+		}
+	})
+	b.Run("cp", func(b *testing.B) {
+		ws := p.workspace(b)
+		backup := filepath.Join(b.TempDir(), "backup")
+		run(b, "", "cp", "-a", ws, backup)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			del(b, ws)
+			b.StartTimer()
+			run(b, "", "cp", "-a", backup+"/.", ws)
+		}
+	})
+}
+
+// BenchmarkHundredCheckpoints takes 100 incremental checkpoints (10 files
+// changed before each) and reports the disk they use beyond the first.
+func BenchmarkHundredCheckpoints(b *testing.B) {
+	p := newPristine(b)
+	b.Run("warden", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			ws := p.workspace(b)
+			fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
+			fx.checkpoint(b)
+			first := duKiB(b, fx.store.Dir())
+			b.ResetTimer()
+			for j := 0; j < 100; j++ {
+				b.StopTimer()
+				change10(b, ws, p.files, j)
+				b.StartTimer()
+				fx.checkpoint(b)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(first)/1024, "MiB-first")
+			b.ReportMetric(float64(duKiB(b, fx.store.Dir())-first)/1024, "MiB-100-more")
+		}
+	})
+	b.Run("git", func(b *testing.B) {
+		need(b, "git")
+		for i := 0; i < b.N; i++ {
+			ws := p.workspace(b)
+			g := filepath.Join(b.TempDir(), "git")
+			gitInit(b, g)
+			gitSnap(b, g, ws)
+			first := duKiB(b, g)
+			b.ResetTimer()
+			for j := 0; j < 100; j++ {
+				b.StopTimer()
+				change10(b, ws, p.files, j)
+				b.StartTimer()
+				gitSnap(b, g, ws)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(first)/1024, "MiB-first")
+			b.ReportMetric(float64(duKiB(b, g)-first)/1024, "MiB-100-more")
+		}
+	})
+}
+
+// duKiB is the disk dir uses, as du -sk counts it (hard links once).
+func duKiB(b testing.TB, dir string) int64 {
+	out, err := exec.Command("du", "-sk", dir).Output()
+	must(b, err)
+	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
+	must(b, err)
 	return n
 }

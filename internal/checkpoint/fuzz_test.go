@@ -156,7 +156,8 @@ func FuzzIgnore(f *testing.F) {
 				return
 			}
 		}
-		ignored(rules, comps, true)
-		ignored(rules, comps, false)
+		dir, name := comps[:len(comps)-1], comps[len(comps)-1]
+		ignored(rules, dir, name, true)
+		ignored(rules, dir, name, false)
 	})
 }

@@ -95,10 +95,11 @@ func parseIgnoreLine(line string, domain []string) (ignoreRule, bool) {
 	return r, true
 }
 
-// ignored applies rules to the entry comps (its path from the workspace
-// root); the last rule that matches decides, as in git.
-func ignored(rules []ignoreRule, comps []string, isDir bool) bool {
-	name := comps[len(comps)-1]
+// ignored applies rules to the entry name of the directory dir (its
+// components from the workspace root); the last rule that matches decides,
+// as in git.
+func ignored(rules []ignoreRule, dir []string, name string, isDir bool) bool {
+	var comps []string // built only for a rule that needs the whole path
 	for i := len(rules) - 1; i >= 0; i-- {
 		r := &rules[i]
 		if r.dirOnly && !isDir {
@@ -113,6 +114,9 @@ func ignored(rules []ignoreRule, comps []string, isDir bool) bool {
 		case matchGlob:
 			hit, _ = filepath.Match(r.lit, name)
 		case matchPath:
+			if comps == nil {
+				comps = append(dir[:len(dir):len(dir)], name)
+			}
 			hit = r.pat.Match(comps, isDir) != gitignore.NoMatch
 		}
 		if hit {

@@ -85,7 +85,7 @@ func decodeIndex(data []byte) (index, error) {
 	if !ok {
 		return nil, corrupt("index has no %q header", strings.TrimSpace(indexHeader))
 	}
-	ix := index{}
+	ix := make(index, len(rest)/(indexFixed+32))
 	for len(rest) > 0 {
 		end := bytes.IndexByte(rest, 0)
 		if end < 0 || len(rest) < end+1+indexFixed {
@@ -112,13 +112,14 @@ func decodeIndex(data []byte) (index, error) {
 // validRel reports whether p is a clean, relative, slash-separated path
 // with at least one component.
 func validRel(p string) bool {
-	if p == "" {
-		return false
-	}
-	for _, c := range strings.Split(p, "/") {
+	for {
+		c, rest, more := strings.Cut(p, "/")
 		if !validName(c) {
 			return false
 		}
+		if !more {
+			return true
+		}
+		p = rest
 	}
-	return true
 }

@@ -106,7 +106,7 @@ func racy(ts int64, start time.Time) bool {
 
 func (s *scanner) run(ctx context.Context) (*dirNode, error) {
 	s.start = time.Now()
-	s.newIx = index{}
+	s.newIx = make(index, len(s.ix))
 	if s.objs != nil {
 		s.w0 = s.objs.newWriter()
 	}
@@ -259,14 +259,17 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 	var (
 		jobs  []*hashJob
 		skips []Skip
-		hits  = map[string]indexEntry{}
+		hits  []string // paths whose index entry still holds
 		files int
 		bytes int64
 	)
+	d.ents = make([]entry, 0, len(names))
 	skip := func(rel string, size int64, why string) { skips = append(skips, Skip{Path: rel, Size: size, Why: why}) }
 	for _, name := range names {
-		crel := path.Join(rel, name)
-		ccomps := append(comps[:len(comps):len(comps)], name)
+		crel := name
+		if rel != "" {
+			crel = rel + "/" + name
+		}
 		if _, masked := s.root.MaskedEntry(crel); masked {
 			d.ents = append(d.ents, entry{name: name, kind: kindMasked})
 			continue
@@ -281,7 +284,7 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 		e := entry{name: name, perm: fs.FileMode(st.Mode & 0o777)}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			if ignored(rules, ccomps, true) {
+			if ignored(rules, comps, name, true) {
 				d.hidden = true
 				continue
 			}
@@ -293,14 +296,14 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 				break
 			}
 			sub := &dirNode{}
-			subs = append(subs, &dirJob{fd: cfd, rel: crel, comps: ccomps, rules: rules, node: sub})
+			subs = append(subs, &dirJob{fd: cfd, rel: crel, comps: append(comps[:len(comps):len(comps)], name), rules: rules, node: sub})
 			e.kind = kindDir
 			if d.sub == nil {
 				d.sub = map[string]*dirNode{}
 			}
 			d.sub[name] = sub
 		case unix.S_IFREG:
-			if ignored(rules, ccomps, false) {
+			if ignored(rules, comps, name, false) {
 				d.hidden = true
 				continue
 			}
@@ -317,7 +320,7 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 				fst := statOf(&st)
 				if old, ok := s.ix[crel]; ok && old.st == fst {
 					e.hash = old.hash
-					hits[crel] = old
+					hits = append(hits, crel)
 				} else {
 					jobs = append(jobs, &hashJob{rel: crel, dir: d, i: len(d.ents), st: fst})
 				}
@@ -325,7 +328,7 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 				bytes += st.Size
 			}
 		case unix.S_IFLNK:
-			if ignored(rules, ccomps, false) {
+			if ignored(rules, comps, name, false) {
 				d.hidden = true
 				continue
 			}
@@ -341,7 +344,7 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 				return subs, err
 			}
 		default:
-			if ignored(rules, ccomps, false) {
+			if ignored(rules, comps, name, false) {
 				d.hidden = true
 				continue
 			}
@@ -352,8 +355,8 @@ func (s *scanner) dir(j *dirJob) (subs []*dirJob, err error) {
 	s.mu.Lock()
 	s.jobs = append(s.jobs, jobs...)
 	s.skips = append(s.skips, skips...)
-	for p, e := range hits {
-		s.newIx[p] = e
+	for _, p := range hits {
+		s.newIx[p] = s.ix[p]
 	}
 	s.files += files
 	s.bytes += bytes
@@ -399,7 +402,9 @@ func (s *scanner) hashAll(ctx context.Context) error {
 	if len(s.jobs) == 0 {
 		return nil
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(s.jobs))
+	// A worker per CPU, but not for a handful of files: each writes its
+	// own pack, and each pack costs two syncs.
+	workers := min(runtime.GOMAXPROCS(0), (len(s.jobs)+63)/64)
 	next := make(chan *hashJob)
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup

@@ -90,10 +90,14 @@ func encodeTree(ents []entry) []byte {
 	b.Grow(len(treeHeader) + len(ents)*96)
 	b.WriteString(treeHeader)
 	var hx [2 * sha256.Size]byte
+	var num [24]byte
 	for _, e := range ents {
 		b.WriteByte(byte(e.kind))
 		b.WriteByte(' ')
-		fmt.Fprintf(&b, "%04o %d ", uint32(e.perm.Perm()), e.size)
+		perm := uint32(e.perm.Perm())
+		b.Write([]byte{'0' + byte(perm>>9&7), '0' + byte(perm>>6&7), '0' + byte(perm>>3&7), '0' + byte(perm&7), ' '})
+		b.Write(strconv.AppendInt(num[:0], e.size, 10))
+		b.WriteByte(' ')
 		hex.Encode(hx[:], e.hash[:])
 		b.Write(hx[:])
 		b.WriteByte(' ')
