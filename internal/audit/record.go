@@ -29,6 +29,11 @@ type Record struct {
 	Error     string  `json:"error,omitempty"`
 	// Result is a short, sanitised excerpt of what the call returned.
 	Result string `json:"execution_result,omitempty"`
+	// Checkpoint is the id of the checkpoint taken before the call ran
+	// (warden undo --to ID takes the call back); CheckpointNote says what
+	// it did not record.
+	Checkpoint     string `json:"checkpoint,omitempty"`
+	CheckpointNote string `json:"checkpoint_note,omitempty"`
 }
 
 // Sink receives audit records. Write must not keep rec after returning.

@@ -38,6 +38,9 @@ type Options struct {
 	Hooks HookRunner
 	// Log receives human-readable events; nil discards them.
 	Log *slog.Logger
+	// Checkpoints records the workspace before each call that may change
+	// it (checkpoint.go); nil records nothing.
+	Checkpoints Checkpointer
 }
 
 // HookRunner runs the post-edit hooks for the files an edit changed and
@@ -99,6 +102,7 @@ func (e *Engine) Tools() []*tools.Tool {
 type call struct {
 	rec   audit.Record
 	start time.Time
+	facts tools.Facts
 }
 
 // Call runs one tool call through the whole pipeline. It never panics and
@@ -149,6 +153,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 			return e.refuse(c, ruleOf(err), "Security error: "+err.Error())
 		}
 	}
+	c.facts = facts
 
 	d := policy.Decide(cfg, e.agent, policy.Call{Tool: t.Name, Group: t.Group, Sensitive: t.Sensitive, CommandClass: facts.CommandClass})
 	c.rec.Rule = d.Rule
@@ -242,10 +247,15 @@ func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.
 		c.rec.Decision = "dry-run"
 		return tools.Result{Success: true, Output: fmt.Sprintf("[DRY-RUN] %s would run with %s", t.Name, audit.Truncate(string(args), audit.DefaultMaxLen))}
 	}
+	undo, refused := e.checkpoint(ctx, c, t, args)
+	if refused != nil {
+		return *refused
+	}
 	out, err := t.Run(ctx, e.opts.Env, args)
 	if err != nil {
-		return tools.Result{Output: out, Error: err.Error()}
+		return tools.Result{Output: out + undo, Error: err.Error()}
 	}
+	out += undo
 	if e.opts.Hooks != nil && t.Edits != nil {
 		if files := t.Edits(args); len(files) > 0 {
 			if h := e.opts.Hooks.AfterEdit(ctx, files); h != "" {
