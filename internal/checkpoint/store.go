@@ -85,8 +85,38 @@ type Store struct {
 // Dir returns where the checkpoints of the workspace at wsDir (an
 // absolute path with links resolved) are kept under stateDir.
 func Dir(stateDir, wsDir string) string {
+	return filepath.Join(stateDir, "checkpoints", WorkspaceID(wsDir))
+}
+
+// WorkspaceID names the store of the workspace at wsDir: 16 hex digits of
+// the SHA-256 of its path.
+func WorkspaceID(wsDir string) string {
 	sum := sha256.Sum256([]byte(wsDir))
-	return filepath.Join(stateDir, "checkpoints", hex.EncodeToString(sum[:8]))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Workspaces lists the workspaces that have a checkpoint store under
+// stateDir, by the path each store records (checked against its id).
+func Workspaces(stateDir string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(stateDir, "checkpoints"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to list checkpoint stores: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(stateDir, "checkpoints", e.Name(), "workspace"))
+		if err != nil {
+			continue
+		}
+		ws := strings.TrimSuffix(string(b), "\n")
+		if filepath.IsAbs(ws) && WorkspaceID(ws) == e.Name() {
+			out = append(out, ws)
+		}
+	}
+	return out, nil
 }
 
 // Open opens (creating if needed) the checkpoint store of the workspace

@@ -27,6 +27,9 @@
 //	POST /grants/{id}/revoke
 //	GET  /history           audit search (tool, decision, supervisor, event, time) and chain status
 //	GET  /events, /cards/{id}, /grants   the page's own stream and fragments
+//	GET  /checkpoints       every workspace's checkpoints (with Options.Checkpoints)
+//	GET  /checkpoints/{ws}/{id}       one checkpoint and what undoing to it would change now
+//	POST /checkpoints/{ws}/{id}/undo  (plan: the digest of the plan shown)
 //
 // # Threat model
 //
@@ -79,6 +82,15 @@
 // (parsed by DOMParser, never innerHTML) and sets text with textContent.
 // Redirect targets are limited to the page's own paths. Decisions go
 // through the broker, as the API's do.
+//
+// An undo is a state-changing POST like a decision, behind the same
+// session, origin and CSRF checks. Its form carries the digest of the plan
+// the page showed, and the undo applies that plan or nothing (the
+// workspace changed meanwhile: 409, and the page shows the new plan). It
+// writes through the checkpoint package's confinement (never outside the
+// workspace, never a masked or protected path) and is audited, refused or
+// done, with the supervisor who asked. Workspaces and checkpoints are
+// named by ids the page listed, never by paths from the request.
 //
 // The API listens on loopback by default; `warden serve` refuses a
 // non-loopback address without TLS unless --insecure-public is given

@@ -36,6 +36,9 @@ type Options struct {
 	Poll time.Duration
 	// Heartbeat is the SSE comment interval; default 15 s.
 	Heartbeat time.Duration
+	// Checkpoints, when set, gives the page its checkpoints view and its
+	// Undo button (web_checkpoints.go).
+	Checkpoints CheckpointSource
 }
 
 type credential struct {
@@ -50,6 +53,7 @@ type Server struct {
 	log   *slog.Logger
 	hub   *hub
 	mux   *http.ServeMux
+	cps   CheckpointSource
 }
 
 // SupervisorTokens reads each configured supervisor's token from the
@@ -91,7 +95,7 @@ func New(o Options) (*Server, error) {
 	if len(o.Tokens) == 0 {
 		return nil, errors.New("no supervisor has an API token: set token_env in [[security.approval.supervisors]] and export that variable")
 	}
-	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux()}
+	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux(), cps: o.Checkpoints}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
