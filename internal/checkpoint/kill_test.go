@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
@@ -26,6 +27,14 @@ const childEnv = "WARDEN_CHECKPOINT_TEST_CHILD"
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		child(mode)
+		os.Exit(0)
+	}
+	// The jails of jail_test.go re-execute this binary as their worker.
+	if len(os.Args) > 3 && os.Args[1] == "worker" && os.Args[2] == "--spec" {
+		if err := sandbox.ServeWorker(context.Background(), os.Args[3], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
