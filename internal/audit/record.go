@@ -47,7 +47,8 @@ type Decision string
 // auto-approved, granted, denied, timed_out or cancelled; "auth_failure"
 // rows carry deny. Rows of other events (approval_request,
 // approval_collapsed, approval_executed, grant_created, grant_used,
-// grant_revoked, grant_expired, llm_call, stop) carry none.
+// grant_revoked, grant_expired, llm_call, stop, undo, undo_resume,
+// undo_rollback) carry none.
 const (
 	// DecisionAllow: the policy let the call run without asking.
 	DecisionAllow Decision = "allow"

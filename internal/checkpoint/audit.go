@@ -17,7 +17,7 @@ const (
 // (or its resume or rollback, by event) that by asked for: what it
 // restored, the checkpoint that undoes it, or why it failed.
 func AuditUndo(event, ws string, target *Checkpoint, res *UndoResult, err error, by string) *audit.Record {
-	rec := &audit.Record{Event: event, Workspace: ws, DecidedBy: by, Decision: event, Success: err == nil}
+	rec := &audit.Record{Event: event, Workspace: ws, DecidedBy: by, Success: err == nil}
 	if target != nil {
 		rec.Checkpoint = target.ID
 	}

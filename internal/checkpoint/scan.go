@@ -459,11 +459,22 @@ feed:
 func (s *scanner) hashFile(w *packWriter, j *hashJob) error {
 	for try := 0; ; try++ {
 		h, st, err := s.readFile(w, j.rel)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, workspace.ErrSymlink) || errors.Is(err, syscall.ELOOP) {
+		e := &j.dir.ents[j.i]
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, workspace.ErrSymlink), errors.Is(err, syscall.ELOOP),
+			errors.Is(err, workspace.ErrNotRegular), errors.Is(err, syscall.EISDIR):
 			j.gone = true // removed or replaced since the walk: not recorded
 			return nil
+		case errors.Is(err, workspace.ErrHardLink):
+			e.kind, e.perm, e.hash = kindHardLink, 0, hash{}
+			s.skip(j.rel, e.size, "has other hard links")
+			return nil
+		case errors.Is(err, fs.ErrPermission):
+			// An unreadable file must not stop every call: note it.
+			e.kind, e.perm, e.hash = kindOther, 0, hash{}
+			s.skip(j.rel, e.size, "could not be read (permission denied)")
+			return nil
 		}
-		e := &j.dir.ents[j.i]
 		var changed *changedError
 		if errors.As(err, &changed) {
 			if try < 3 {

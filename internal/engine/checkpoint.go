@@ -52,7 +52,7 @@ func (e *Engine) checkpoint(ctx context.Context, c *call, t *tools.Tool, args js
 		Tool: t.Name, Summary: summary(args), Session: e.opts.Env.Session, RequestID: c.rec.RequestID,
 	})
 	if err != nil {
-		c.rec.Decision, c.rec.Rule = "error", "checkpoint-failed"
+		c.rec.Decision, c.rec.Rule = audit.DecisionError, "checkpoint-failed"
 		msg := fmt.Sprintf("The %s call was not run: warden could not record a checkpoint of the workspace first (%v).", t.Name, err)
 		if errors.Is(err, checkpoint.ErrUndoPending) {
 			msg += " The user must finish or roll back the interrupted undo (warden undo --resume or --rollback)."

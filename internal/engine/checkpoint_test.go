@@ -34,7 +34,7 @@ func lastRec(f *fixture) (r struct{ Checkpoint, Decision, Rule string }) {
 	f.sink.mu.Lock()
 	defer f.sink.mu.Unlock()
 	l := f.sink.recs[len(f.sink.recs)-1]
-	r.Checkpoint, r.Decision, r.Rule = l.Checkpoint, l.Decision, l.Rule
+	r.Checkpoint, r.Decision, r.Rule = l.Checkpoint, string(l.Decision), l.Rule
 	return r
 }
 
