@@ -69,7 +69,7 @@ from Telegram (long polling: no public URL needed).`,
 			return err
 		}
 		defer closeChannels()
-		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log})
+		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log, Checkpoints: app.CheckpointSource{Log: log}})
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/checkpoint"
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
@@ -62,6 +63,8 @@ type Options struct {
 	Approver ApproverFunc
 	// Registry builds the tools; nil means tools.Builtin.
 	Registry RegistryFunc
+	// StateDir holds the checkpoint stores; "" means config.StateDir().
+	StateDir string
 }
 
 // UsageError is a mistake in what the caller asked for (an unknown agent,
@@ -88,7 +91,10 @@ type App struct {
 	// jailOpts; nil otherwise.
 	jail     *sandbox.Manager
 	jailOpts *sandbox.Options
-	closers  closers
+	// checkpoints is the workspace's checkpoint store; nil when it has
+	// none (checkpoints.go).
+	checkpoints *checkpoint.Store
+	closers     closers
 }
 
 // New loads the configuration (unless o.Config is set), opens the
@@ -192,6 +198,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Hooks:     hooks,
 		Log:       a.log,
 	}
+	var cps engineCheckpointer
+	if a.checkpoints, cps = openCheckpoints(cfg, a.root, o.StateDir, a.log); cps != nil {
+		a.engineOpts.Checkpoints = cps
+	}
 	if a.engine, err = engine.New(a.engineOpts); err != nil {
 		return nil, err
 	}
@@ -232,6 +242,10 @@ func (a *App) Log() *slog.Logger { return a.log }
 
 // Sandboxed reports whether the workspace's effects go through a jail.
 func (a *App) Sandboxed() bool { return a.jail != nil }
+
+// Checkpoints is the workspace's checkpoint store, or nil when it has none
+// (turned off, the ssh backend, or a store that could not be opened).
+func (a *App) Checkpoints() *checkpoint.Store { return a.checkpoints }
 
 // WorkspaceDir is the workspace: --workspace, else workspace.root, else
 // the current directory.
