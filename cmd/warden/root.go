@@ -46,6 +46,8 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newToolCmd,
 	newExplainCmd,
 	newApprovalsCmd,
+	newUndoCmd,
+	newCheckpointsCmd,
 	newAuditCmd,
 	newConfigCmd,
 	newSandboxCmd,

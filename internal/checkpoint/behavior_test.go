@@ -33,7 +33,7 @@ func TestIgnoredPathsLeftAlone(t *testing.T) {
 	o, err := fx.store.objects()
 	must(t, err)
 	defer o.close()
-	tree, err := fx.store.loadRecordTree(o, c)
+	tree, err := fx.store.loadRecordTree(o, c, map[hash]*dirNode{})
 	must(t, err)
 	var recorded []string
 	walkFiles(tree, "", func(rel string, e entry) {
@@ -313,5 +313,39 @@ func TestPacksConsolidated(t *testing.T) {
 	for _, k := range []int{0, 7, len(cps) - 1} {
 		fx.undo(t, cps[k])
 		sameTree(t, states[k], snapshot(t, fx.ws), fmt.Sprintf("checkpoint %d", k))
+	}
+}
+
+// History and Changes say what each call changed: up to the next
+// checkpoint, or up to now for the newest.
+func TestHistoryAndChanges(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, nil)
+	fx.write(t, "b", "b\n", 0o644)
+	c1 := fx.checkpoint(t)
+	fx.write(t, "a", "one\ntwo\n", 0o644) // the call after c1 adds a
+	c2 := fx.checkpoint(t)
+	fx.write(t, "a", "one\n2\nthree\n", 0o644) // modifies a
+	c3 := fx.checkpoint(t)
+	must(t, os.Remove(fx.path("b"))) // deletes b, not yet checkpointed
+	h, err := fx.store.History(context.Background())
+	must(t, err)
+	var got []string
+	for _, e := range h {
+		got = append(got, fmt.Sprintf("%s:%d%s", e.ID, e.Changed, e.Error))
+	}
+	want := []string{c1.ID + ":1", c2.ID + ":1", c3.ID + ":1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("history %v, want %v", got, want)
+	}
+	ch, err := fx.store.Changes(context.Background(), c2)
+	must(t, err)
+	if len(ch) != 1 || ch[0].Path != "a" || ch[0].Change != ChangeModified || ch[0].Added != 2 || ch[0].Removed != 1 {
+		t.Errorf("changes after c2: %+v", ch)
+	}
+	ch, err = fx.store.Changes(context.Background(), c3)
+	must(t, err)
+	if len(ch) != 1 || ch[0].Path != "b" || ch[0].Change != ChangeDeleted {
+		t.Errorf("changes after c3 (the newest): %+v", ch)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aymanbagabas/go-udiff"
 )
@@ -86,6 +87,12 @@ func (s *Store) Changes(ctx context.Context, c *Checkpoint) ([]Op, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.changes(ctx, o, c, next, map[hash]*dirNode{}, true)
+}
+
+// changes compares c with next (nil: the workspace now); lines counts the
+// lines of modified text files.
+func (s *Store) changes(ctx context.Context, o *objects, c, next *Checkpoint, cache map[hash]*dirNode, lines bool) ([]Op, error) {
 	if next == nil {
 		p, err := s.plan(ctx, o, c)
 		if err != nil {
@@ -93,20 +100,20 @@ func (s *Store) Changes(ctx context.Context, c *Checkpoint) ([]Op, error) {
 		}
 		return p.Changes(), nil
 	}
-	before, err := s.loadRecordTree(o, c)
+	before, err := s.loadRecordTree(o, c, cache)
 	if err != nil {
 		return nil, err
 	}
-	after, err := s.loadRecordTree(o, next)
+	after, err := s.loadRecordTree(o, next, cache)
 	if err != nil {
 		return nil, err
 	}
 	pl := &planner{s: s, report: true}
 	pl.dir(before, after, "")
-	p := &Plan{Target: c, Ops: append(append(pl.removes, pl.creates...), pl.finals...)}
+	p := &Plan{Target: c, Ops: slices.Concat(pl.removes, pl.creates, pl.finals)}
 	for i := range p.Ops {
 		op := &p.Ops[i]
-		if op.Op != OpWrite || op.Change != ChangeModified {
+		if !lines || op.Op != OpWrite || op.Change != ChangeModified {
 			continue
 		}
 		if a, r, ok := treeLines(o, after, op); ok {
@@ -116,12 +123,57 @@ func (s *Store) Changes(ctx context.Context, c *Checkpoint) ([]Op, error) {
 	return p.Changes(), nil
 }
 
-func (s *Store) loadRecordTree(o *objects, c *Checkpoint) (*dirNode, error) {
+// Entry is one checkpoint in History: the record, and how many files
+// (paths other than directories) changed after it, until the next
+// checkpoint or until now.
+type Entry struct {
+	*Checkpoint
+	Changed int `json:"changed"`
+	// Error says why Changed could not be counted.
+	Error string `json:"error,omitempty"`
+}
+
+// History lists the checkpoints, oldest first, each with the number of
+// paths changed after it. Trees shared between checkpoints are read once.
+func (s *Store) History(ctx context.Context) ([]Entry, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	o, err := s.objects()
+	if err != nil {
+		return nil, err
+	}
+	defer o.close()
+	all, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	cache := map[hash]*dirNode{}
+	out := make([]Entry, len(all))
+	for i, c := range all {
+		var next *Checkpoint
+		if i+1 < len(all) {
+			next = all[i+1]
+		}
+		out[i].Checkpoint = c
+		ch, err := s.changes(ctx, o, c, next, cache, false)
+		if err != nil {
+			out[i].Error = err.Error()
+			continue
+		}
+		out[i].Changed = Files(ch)
+	}
+	return out, nil
+}
+
+func (s *Store) loadRecordTree(o *objects, c *Checkpoint, cache map[hash]*dirNode) (*dirNode, error) {
 	h, err := parseHash(c.Tree)
 	if err != nil {
 		return nil, corrupt("checkpoint %s: %v", c.ID, err)
 	}
-	d, err := loadTree(o, h)
+	d, err := loadTreeCached(o, h, cache)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read checkpoint %s: %w", c.ID, err)
 	}

@@ -18,6 +18,7 @@ import (
 type Op struct {
 	Op   string      `json:"op"` // one of the Op* constants
 	Path string      `json:"path"`
+	Dir  bool        `json:"dir,omitempty"` // Path is (or becomes) a directory
 	Perm fs.FileMode `json:"perm,omitempty"`
 	Hash string      `json:"hash,omitempty"` // content (write) or target (link)
 	Size int64       `json:"size,omitempty"`
@@ -65,6 +66,17 @@ type Plan struct {
 
 // Empty reports whether the workspace already is as recorded.
 func (p *Plan) Empty() bool { return len(p.Ops) == 0 }
+
+// Files counts the changes to paths that are not directories.
+func Files(changes []Op) int {
+	n := 0
+	for _, op := range changes {
+		if !op.Dir {
+			n++
+		}
+	}
+	return n
+}
 
 // Changes returns the ops that a person would call changes (one per
 // path), without the directory bookkeeping.
@@ -293,11 +305,11 @@ func (pl *planner) entry(rel string, te, ce *entry, tsub, csub *dirNode) {
 		pl.create(rel, te, tsub, ChangeDeleted, "")
 	case te.kind == kindDir && ce.kind == kindDir:
 		if ce.perm&0o700 != 0o700 {
-			pl.prep = append(pl.prep, Op{Op: OpPrep, Path: rel, Perm: ce.perm | 0o700})
+			pl.prep = append(pl.prep, Op{Dir: true, Op: OpPrep, Path: rel, Perm: ce.perm | 0o700})
 		}
 		pl.dir(tsub, csub, rel)
 		if te.perm != ce.perm || ce.perm&0o700 != 0o700 {
-			op := Op{Op: OpChmod, Path: rel, Perm: te.perm}
+			op := Op{Dir: true, Op: OpChmod, Path: rel, Perm: te.perm}
 			if te.perm != ce.perm {
 				op.Change, op.Was = ChangeMode, describeEntry(*ce)
 			}
@@ -331,7 +343,7 @@ func (pl *planner) remove(rel string, ce *entry, csub *dirNode, change string) b
 	gone := true
 	if ce.kind == kindDir {
 		if ce.perm&0o700 != 0o700 {
-			pl.prep = append(pl.prep, Op{Op: OpPrep, Path: rel, Perm: ce.perm | 0o700})
+			pl.prep = append(pl.prep, Op{Dir: true, Op: OpPrep, Path: rel, Perm: ce.perm | 0o700})
 		}
 		for i := range csub.ents {
 			e := &csub.ents[i]
@@ -356,7 +368,7 @@ func (pl *planner) remove(rel string, ce *entry, csub *dirNode, change string) b
 			}
 			return false
 		}
-		pl.removes = append(pl.removes, Op{Op: OpRemove, Path: rel, Change: change, Was: describeEntry(*ce)})
+		pl.removes = append(pl.removes, Op{Dir: true, Op: OpRemove, Path: rel, Change: change, Was: describeEntry(*ce)})
 		return true
 	}
 	pl.removes = append(pl.removes, Op{Op: OpRemove, Path: rel, Change: change, Was: describeEntry(*ce)})
@@ -371,7 +383,7 @@ func (pl *planner) create(rel string, te *entry, tsub *dirNode, change, was stri
 	case kindLink:
 		pl.creates = append(pl.creates, Op{Op: OpLink, Path: rel, Hash: te.hash.String(), Size: te.size, Change: change, Was: was})
 	case kindDir:
-		pl.creates = append(pl.creates, Op{Op: OpMkdir, Path: rel, Perm: 0o700, Change: change, Was: was})
+		pl.creates = append(pl.creates, Op{Dir: true, Op: OpMkdir, Path: rel, Perm: 0o700, Change: change, Was: was})
 		for i := range tsub.ents {
 			e := &tsub.ents[i]
 			crel := path.Join(rel, e.name)
@@ -391,7 +403,7 @@ func (pl *planner) create(rel string, te *entry, tsub *dirNode, change, was stri
 			}
 			pl.create(crel, e, sub, ChangeDeleted, "")
 		}
-		pl.finals = append(pl.finals, Op{Op: OpChmod, Path: rel, Perm: te.perm})
+		pl.finals = append(pl.finals, Op{Dir: true, Op: OpChmod, Path: rel, Perm: te.perm})
 	}
 }
 

@@ -606,8 +606,11 @@ func display(rel string) string {
 // loadTree reads the tree h and every tree below it from the store,
 // checking each object's hash and format. Trees shared between
 // directories are read once.
-func loadTree(o *objects, h hash) (*dirNode, error) {
-	seen := map[hash]*dirNode{}
+func loadTree(o *objects, h hash) (*dirNode, error) { return loadTreeCached(o, h, map[hash]*dirNode{}) }
+
+// loadTreeCached is loadTree sharing seen with other loads: trees that
+// several checkpoints share are read once.
+func loadTreeCached(o *objects, h hash, seen map[hash]*dirNode) (*dirNode, error) {
 	var load func(h hash, depth int) (*dirNode, error)
 	load = func(h hash, depth int) (*dirNode, error) {
 		if d, ok := seen[h]; ok {
