@@ -349,3 +349,32 @@ func TestHistoryAndChanges(t *testing.T) {
 		t.Errorf("changes after c3 (the newest): %+v", ch)
 	}
 }
+
+// Pruning and consolidation together, over many checkpoints with a small
+// keep: every kept checkpoint stays whole and restores its state.
+func TestPruneAndConsolidateKeepCheckpointsWhole(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, &Options{Keep: 12})
+	states := map[string]map[string]string{}
+	for i := range 3*maxPacks + 5 {
+		fx.write(t, fmt.Sprintf("f%d", i%7), strings.Repeat(fmt.Sprint(i), 100+i), 0o644)
+		if i%5 == 0 {
+			os.Remove(fx.path(fmt.Sprintf("f%d", (i+3)%7)))
+		}
+		st := snapshot(t, fx.ws)
+		c := fx.checkpoint(t)
+		states[c.ID] = st
+	}
+	n, err := fx.store.Verify(context.Background())
+	if err != nil || n != 12 {
+		t.Fatalf("verify: %d checkpoints, %v", n, err)
+	}
+	idx, _ := filepath.Glob(filepath.Join(fx.store.Dir(), "packs", "*.idx"))
+	if len(idx) > maxPacks {
+		t.Errorf("%d packs", len(idx))
+	}
+	for _, c := range mustList(t, fx) {
+		fx.undo(t, c)
+		sameTree(t, states[c.ID], snapshot(t, fx.ws), "checkpoint "+c.ID)
+	}
+}

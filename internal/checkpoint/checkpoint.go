@@ -40,8 +40,14 @@ func (s *Store) Checkpoint(ctx context.Context, call Call) (*Checkpoint, error) 
 	if err := s.prune(o, nil); err != nil {
 		c.Warnings = append(c.Warnings, "pruning old checkpoints failed: "+err.Error())
 	}
-	if err := s.consolidate(o); err != nil {
+	// Read the packs afresh: pruning may have removed some of what o knew.
+	if fresh, err := s.objects(); err != nil {
 		c.Warnings = append(c.Warnings, "consolidating the checkpoint store failed: "+err.Error())
+	} else {
+		if err := s.consolidate(fresh); err != nil {
+			c.Warnings = append(c.Warnings, "consolidating the checkpoint store failed: "+err.Error())
+		}
+		fresh.close()
 	}
 	return c, nil
 }
