@@ -31,7 +31,7 @@ records a checkpoint of it, in its state directory. 'warden undo' restores one.`
 		Short: "List the checkpoints, newest first: the call each preceded, its audit id, time, files changed",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cps, err := app.OpenCheckpoints(g.app(false, false), "", newLogger(c.ErrOrStderr()))
+			cps, err := openCheckpoints(c, g)
 			if err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ records a checkpoint of it, in its state directory. 'warden undo' restores one.`
 		Short: "Show one checkpoint and the files changed after it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			cps, err := app.OpenCheckpoints(g.app(false, false), "", newLogger(c.ErrOrStderr()))
+			cps, err := openCheckpoints(c, g)
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ records a checkpoint of it, in its state directory. 'warden undo' restores one.`
 		Short: "Read every checkpoint and every file it recorded, checking each against its hash",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cps, err := app.OpenCheckpoints(g.app(false, false), "", newLogger(c.ErrOrStderr()))
+			cps, err := openCheckpoints(c, g)
 			if err != nil {
 				return err
 			}
@@ -126,6 +126,11 @@ records a checkpoint of it, in its state directory. 'warden undo' restores one.`
 	return cmd
 }
 
+// openCheckpoints opens the checkpoints of the workspace g names.
+func openCheckpoints(c *cobra.Command, g *globalFlags) (*app.Checkpoints, error) {
+	return app.OpenCheckpoints(g.app(false, false), "", newLogger(c.ErrOrStderr()))
+}
+
 func printCheckpoint(w io.Writer, c *checkpoint.Checkpoint, auditID int64, ch []checkpoint.Op) {
 	p := func(k, v string) {
 		if v != "" {
@@ -140,7 +145,7 @@ func printCheckpoint(w io.Writer, c *checkpoint.Checkpoint, auditID int64, ch []
 		p("request", c.Call.RequestID)
 	}
 	p("audit", auditRef(auditID))
-	p("recorded", fmt.Sprintf("%d files, %s", c.Files, humanSize(c.Bytes)))
+	p("recorded", fmt.Sprintf("%d files, %s", c.Files, checkpoint.HumanBytes(c.Bytes)))
 	if c.SkippedCount > 0 {
 		p("not recorded", approval.Printable(c.Note(), 0))
 	}
@@ -192,16 +197,4 @@ func skipped(c *checkpoint.Checkpoint) string {
 		return ""
 	}
 	return fmt.Sprint(c.SkippedCount)
-}
-
-func humanSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

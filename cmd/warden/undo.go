@@ -79,7 +79,7 @@ func runUndo(c *cobra.Command, g *globalFlags, a undoArgs) error {
 	ctx := c.Context()
 	out, errOut := c.OutOrStdout(), c.ErrOrStderr()
 	log := newLogger(errOut)
-	cps, err := app.OpenCheckpoints(g.app(false, false), "", log)
+	cps, err := openCheckpoints(c, g)
 	if err != nil {
 		return err
 	}

@@ -18,21 +18,13 @@ import (
 // nothing was committed and the call must not run. While an interrupted
 // undo waits to be resumed or rolled back it fails with ErrUndoPending.
 func (s *Store) Checkpoint(ctx context.Context, call Call) (*Checkpoint, error) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
+	return locked(ctx, s, func(o *objects) (*Checkpoint, error) { return s.checkpoint(ctx, o, call) })
+}
+
+func (s *Store) checkpoint(ctx context.Context, o *objects, call Call) (*Checkpoint, error) {
+	if err := s.noPending(); err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if j, err := s.journal(); err != nil {
-		return nil, err
-	} else if j != nil {
-		return nil, fmt.Errorf("%w: an undo to checkpoint %s was interrupted (run `warden undo --resume` or `warden undo --rollback`)", ErrUndoPending, j.Target)
-	}
-	o, err := s.objects()
-	if err != nil {
-		return nil, fmt.Errorf("failed to take a checkpoint: %w", err)
-	}
-	defer o.close()
 	c, err := s.take(ctx, o, ReasonCall, &call, "")
 	if err != nil {
 		return nil, err

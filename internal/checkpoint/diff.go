@@ -73,21 +73,13 @@ func (s *Store) countLines(o *objects, p *Plan) {
 // changes of the call c was taken for (and of anything else that wrote the
 // workspace meanwhile).
 func (s *Store) Changes(ctx context.Context, c *Checkpoint) ([]Op, error) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	o, err := s.objects()
-	if err != nil {
-		return nil, err
-	}
-	defer o.close()
-	next, err := s.next(c)
-	if err != nil {
-		return nil, err
-	}
-	return s.changes(ctx, o, c, next, map[hash]*dirNode{}, true)
+	return locked(ctx, s, func(o *objects) ([]Op, error) {
+		next, err := s.next(c)
+		if err != nil {
+			return nil, err
+		}
+		return s.changes(ctx, o, c, next, map[hash]*dirNode{}, true)
+	})
 }
 
 // changes compares c with next (nil: the workspace now); lines counts the
@@ -136,16 +128,10 @@ type Entry struct {
 // History lists the checkpoints, oldest first, each with the number of
 // paths changed after it. Trees shared between checkpoints are read once.
 func (s *Store) History(ctx context.Context) ([]Entry, error) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	o, err := s.objects()
-	if err != nil {
-		return nil, err
-	}
-	defer o.close()
+	return locked(ctx, s, func(o *objects) ([]Entry, error) { return s.history(ctx, o) })
+}
+
+func (s *Store) history(ctx context.Context, o *objects) ([]Entry, error) {
 	all, err := s.List()
 	if err != nil {
 		return nil, err

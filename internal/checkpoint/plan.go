@@ -102,17 +102,7 @@ func (p *Plan) seal() {
 // Plan computes what restoring checkpoint c would change, without
 // changing anything.
 func (s *Store) Plan(ctx context.Context, c *Checkpoint) (*Plan, error) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	o, err := s.objects()
-	if err != nil {
-		return nil, err
-	}
-	defer o.close()
-	return s.plan(ctx, o, c)
+	return locked(ctx, s, func(o *objects) (*Plan, error) { return s.plan(ctx, o, c) })
 }
 
 // plan scans the workspace with the rules c was taken with (so what c
@@ -222,7 +212,7 @@ func gitObjects(rel string) bool {
 func describeEntry(e entry) string {
 	switch e.kind {
 	case kindFile:
-		return fmt.Sprintf("file %s, %04o", humanBytes(e.size), uint32(e.perm))
+		return fmt.Sprintf("file %s, %04o", HumanBytes(e.size), uint32(e.perm))
 	case kindDir:
 		return fmt.Sprintf("directory, %04o", uint32(e.perm))
 	case kindLink:
@@ -407,7 +397,8 @@ func (pl *planner) create(rel string, te *entry, tsub *dirNode, change, was stri
 	}
 }
 
-func humanBytes(n int64) string {
+// HumanBytes writes a size the way a person reads it (12 B, 3.4 MiB).
+func HumanBytes(n int64) string {
 	switch {
 	case n < 1<<10:
 		return fmt.Sprintf("%d B", n)

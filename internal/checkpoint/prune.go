@@ -12,17 +12,8 @@ import (
 // Prune applies keep and max_bytes now and removes every object no
 // checkpoint needs, compacting packs that hold any.
 func (s *Store) Prune(ctx context.Context) error {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	o, err := s.objects()
-	if err != nil {
-		return err
-	}
-	defer o.close()
-	return s.pruneWith(o, s.pinned(), true)
+	_, err := locked(ctx, s, func(o *objects) (struct{}, error) { return struct{}{}, s.pruneWith(o, s.pinned(), true) })
+	return err
 }
 
 // pinned are the checkpoints an interrupted undo needs.
@@ -356,16 +347,10 @@ func (s *Store) consolidate(o *objects) error {
 // Verify reads every checkpoint and every object it needs, checking each
 // against its hash and format. It reports the first problem (ErrCorrupt).
 func (s *Store) Verify(ctx context.Context) (int, error) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	o, err := s.objects()
-	if err != nil {
-		return 0, err
-	}
-	defer o.close()
+	return locked(ctx, s, func(o *objects) (int, error) { return s.verify(ctx, o) })
+}
+
+func (s *Store) verify(ctx context.Context, o *objects) (int, error) {
 	all, err := s.List()
 	if err != nil {
 		return 0, err

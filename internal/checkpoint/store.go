@@ -244,6 +244,36 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 	return func() { unix.Close(fd) }, nil
 }
 
+// locked runs f with the store's lock held and its objects loaded: every
+// read of trees and every change to the store goes through here.
+func locked[T any](ctx context.Context, s *Store, f func(o *objects) (T, error)) (T, error) {
+	var zero T
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return zero, err
+	}
+	defer unlock()
+	o, err := s.objects()
+	if err != nil {
+		return zero, err
+	}
+	defer o.close()
+	return f(o)
+}
+
+// noPending refuses while an interrupted undo waits to be resumed or
+// rolled back; the caller holds the lock.
+func (s *Store) noPending() error {
+	j, err := s.journal()
+	if err != nil {
+		return err
+	}
+	if j != nil {
+		return fmt.Errorf("%w: an undo to checkpoint %s was interrupted (run `warden undo --resume` or `warden undo --rollback`)", ErrUndoPending, j.Target)
+	}
+	return nil
+}
+
 // writeAtomic writes data to a temporary file next to path and renames it
 // over path; with durable, the file and the rename are synced first.
 func writeAtomic(path string, data []byte, durable bool) error {

@@ -112,21 +112,13 @@ func (s *Store) Undo(ctx context.Context, c *Checkpoint, opts *UndoOptions) (*Un
 	if opts == nil {
 		opts = &UndoOptions{}
 	}
-	unlock, err := s.lock(ctx)
-	if err != nil {
+	return locked(ctx, s, func(o *objects) (*UndoResult, error) { return s.undo(ctx, o, c, opts) })
+}
+
+func (s *Store) undo(ctx context.Context, o *objects, c *Checkpoint, opts *UndoOptions) (*UndoResult, error) {
+	if err := s.noPending(); err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if j, err := s.journal(); err != nil {
-		return nil, err
-	} else if j != nil {
-		return nil, fmt.Errorf("%w: an undo to checkpoint %s was interrupted", ErrUndoPending, j.Target)
-	}
-	o, err := s.objects()
-	if err != nil {
-		return nil, err
-	}
-	defer o.close()
 	p, err := s.plan(ctx, o, c)
 	if err != nil {
 		return nil, err
@@ -199,11 +191,10 @@ func (s *Store) Resume(ctx context.Context) (*UndoResult, error) { return s.reco
 func (s *Store) Rollback(ctx context.Context) (*UndoResult, error) { return s.recover(ctx, true) }
 
 func (s *Store) recover(ctx context.Context, back bool) (*UndoResult, error) {
-	unlock, err := s.lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
+	return locked(ctx, s, func(o *objects) (*UndoResult, error) { return s.recoverWith(ctx, o, back) })
+}
+
+func (s *Store) recoverWith(ctx context.Context, o *objects, back bool) (*UndoResult, error) {
 	j, err := s.journal()
 	if err != nil {
 		return nil, err
@@ -219,11 +210,6 @@ func (s *Store) recover(ctx context.Context, back bool) (*UndoResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the interrupted undo needs checkpoint %s: %w", id, err)
 	}
-	o, err := s.objects()
-	if err != nil {
-		return nil, err
-	}
-	defer o.close()
 	p, err := s.plan(ctx, o, c)
 	if err != nil {
 		return nil, err
