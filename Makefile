@@ -12,9 +12,9 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # The packages whose tests run a second time under the race detector: those
 # where goroutines share state (brokers and their channels, the store, the
 # HTTP server and its streams, the engine, MCP sessions, the agent loop, the
-# audit sinks, the composition that wires them).
+# audit sinks, the composition that wires them, the checkpoint scanner).
 RACE_PKGS ?= ./internal/approval/... ./internal/store/... ./internal/server/... ./internal/engine/... \
-	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/...
+	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/... ./internal/checkpoint/...
 
 # The whole test suite, as CI runs it (CI also sets WARDEN_REQUIRE_SANDBOX=1,
 # so a test that needs the jail fails instead of skipping): the checks, the

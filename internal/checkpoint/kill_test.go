@@ -68,6 +68,7 @@ func child(mode string) {
 			if _, err := s.Checkpoint(ctx, Call{Tool: "loop"}); err != nil {
 				fail(err)
 			}
+			fmt.Println("took")
 		}
 	case "undo":
 		c, err := s.Get(os.Getenv("TARGET"))
@@ -152,11 +153,23 @@ func TestKillDuringCheckpoint(t *testing.T) {
 	genTree(t, fx.ws, 5, 1500, fx.out)
 	base := snapshot(t, fx.ws)
 	env := []string{"WS=" + fx.ws, "STATE=" + fx.state}
+	// How long one round takes here (slow under -race, or a loaded
+	// machine): kills land anywhere within three of them.
+	must(t, os.WriteFile(fx.path("churn"), churn(0), 0o644))
+	start := time.Now()
+	fx.checkpoint(t)
+	round := time.Since(start)
 	r := rand.New(rand.NewPCG(3, 4))
 	for kill := range 12 {
 		cmd, out := startChild(t, "checkpoint-loop", env...)
 		waitReady(t, out)
-		time.Sleep(time.Duration(r.IntN(600)) * time.Millisecond)
+		if kill == 0 {
+			// One whole checkpoint at least, before the first kill.
+			if line, err := out.ReadString('\n'); err != nil || line != "took\n" {
+				t.Fatalf("child: %q %v", line, err)
+			}
+		}
+		time.Sleep(time.Duration(r.Int64N(int64(3 * round))))
 		must(t, cmd.Process.Signal(syscall.SIGKILL))
 		cmd.Wait()
 
@@ -197,6 +210,7 @@ func TestKillDuringUndo(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	outcomes := map[string]int{}
+	undoTime := 250 * time.Millisecond // measured on the first round
 	for round := range 16 {
 		fx := newFixture(t, nil)
 		genTree(t, fx.ws, uint64(round), 600, fx.out)
@@ -209,6 +223,16 @@ func TestKillDuringUndo(t *testing.T) {
 		b := snapshot(t, fx.ws)
 		p, err := fx.store.Plan(context.Background(), c)
 		must(t, err)
+		if round == 0 {
+			// Time an undo here and take it back, to aim the kills.
+			start := time.Now()
+			res := fx.undo(t, c)
+			undoTime = time.Since(start)
+			fx.undo(t, res.Before)
+			sameTree(t, b, snapshot(t, fx.ws), "undo of the timing undo")
+			p, err = fx.store.Plan(context.Background(), c)
+			must(t, err)
+		}
 
 		killAt := -1
 		if round%2 == 0 {
@@ -217,7 +241,7 @@ func TestKillDuringUndo(t *testing.T) {
 		cmd, out := startChild(t, "undo", "WS="+fx.ws, "STATE="+fx.state, "TARGET="+c.ID, "KILL_AT="+strconv.Itoa(killAt))
 		waitReady(t, out)
 		if killAt < 0 {
-			time.Sleep(time.Duration(r.IntN(250)) * time.Millisecond)
+			time.Sleep(time.Duration(r.Int64N(int64(2 * undoTime))))
 			cmd.Process.Signal(syscall.SIGKILL)
 		}
 		cmd.Wait()
