@@ -4,7 +4,8 @@
 # repository (git add -A && git commit, restore with git checkout -f -- .),
 # copy the tree (cp -a), or snapshot it with rsync (incremental with
 # --link-dest). The Go benchmarks in internal/checkpoint do the work; this
-# prints their medians and the ratios (alternative / warden).
+# prints their medians, wall and CPU time (user + system: steadier on a
+# loaded machine), and the ratios alternative / warden.
 #
 #   bench/checkpoint.sh                   10,000 files, 200 MB
 #   FILES=2000 MB=40 COUNT=3 bench/checkpoint.sh
@@ -46,14 +47,16 @@ median() {
 ms() { awk -v v="$1" 'BEGIN { if (v == "") print "-"; else printf "%.1f ms", v / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1f×", a / b }'; }
 
-printf '\n%-44s %14s %10s\n' 'operation' 'median' 'vs warden'
+printf '\n%-44s %12s %12s %10s %10s\n' 'operation' 'wall' 'cpu' 'wall/w' 'cpu/w'
 for group in FirstCheckpoint IncrementalCheckpoint UndoDeletion HundredCheckpoints; do
 	w=$(median "Benchmark$group/warden" ns)
+	wc=$(median "Benchmark$group/warden" cpu-ms/op)
 	for tool in $(awk -v g="Benchmark$group/" 'index($1, g) == 1 { sub(g, "", $1); print $1 }' "$tmp/results" | awk '!seen[$0]++'); do
 		v=$(median "Benchmark$group/$tool" ns)
+		c=$(median "Benchmark$group/$tool" cpu-ms/op)
 		label="$group/$tool"
-		[ "$group" = HundredCheckpoints ] && label="$group/$tool (time for 100)"
-		printf '%-44s %14s %10s\n' "$label" "$(ms "$v")" "$(ratio "$v" "$w")"
+		[ "$group" = HundredCheckpoints ] && label="$group/$tool (per 100)"
+		printf '%-44s %12s %9s ms %10s %10s\n' "$label" "$(ms "$v")" "$(awk -v c="$c" 'BEGIN { printf "%.1f", c }')" "$(ratio "$v" "$w")" "$(ratio "$c" "$wc")"
 	done
 done
 printf '\n%-44s %14s %14s %10s\n' 'disk' 'first' '100 more' 'vs warden'

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,7 +82,8 @@ func (p *pristine) workspace(b *testing.B) string {
 	return ws
 }
 
-func run(b testing.TB, dir string, name string, args ...string) {
+// run runs a command and returns the CPU time (user and system) it used.
+func run(b testing.TB, dir string, name string, args ...string) time.Duration {
 	b.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
@@ -89,6 +91,31 @@ func run(b testing.TB, dir string, name string, args ...string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// selfCPU is the CPU time this process has used, all threads.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuMeter adds up the CPU time of the timed part of a benchmark, which is
+// steadier than wall time on a machine that others are loading.
+type cpuMeter struct{ d time.Duration }
+
+// self measures f, run in this process.
+func (m *cpuMeter) self(f func()) {
+	t := selfCPU()
+	f()
+	m.d += selfCPU() - t
+}
+
+func (m *cpuMeter) add(d time.Duration) { m.d += d }
+
+func (m *cpuMeter) report(b *testing.B) {
+	b.ReportMetric(float64(m.d.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
 
 func need(b *testing.B, prog string) {
@@ -98,14 +125,14 @@ func need(b *testing.B, prog string) {
 }
 
 // gitSnap commits the whole of ws to a scratch repository kept outside it.
-func gitSnap(b testing.TB, gitDir, ws string) {
-	run(b, ws, "git", "--git-dir="+gitDir, "--work-tree="+ws, "add", "-A")
-	run(b, ws, "git", "--git-dir="+gitDir, "--work-tree="+ws, "commit", "-q", "--no-verify", "--allow-empty", "-m", "snapshot")
+func gitSnap(b testing.TB, gitDir, ws string) time.Duration {
+	return run(b, ws, "git", "--git-dir="+gitDir, "--work-tree="+ws, "add", "-A") +
+		run(b, ws, "git", "--git-dir="+gitDir, "--work-tree="+ws, "commit", "-q", "--no-verify", "--allow-empty", "-m", "snapshot")
 }
 
-func gitInit(b testing.TB, gitDir string) {
-	run(b, "", "git", "init", "-q", "--bare", gitDir)
-	run(b, "", "git", "--git-dir="+gitDir, "config", "core.bare", "false")
+func gitInit(b testing.TB, gitDir string) time.Duration {
+	return run(b, "", "git", "init", "-q", "--bare", gitDir) +
+		run(b, "", "git", "--git-dir="+gitDir, "config", "core.bare", "false")
 }
 
 func change10(b testing.TB, ws string, files []string, i int) {
@@ -125,16 +152,20 @@ func openStore(b *testing.B, ws, state string) *fixture {
 func BenchmarkFirstCheckpoint(b *testing.B) {
 	p := newPristine(b)
 	b.Run("warden", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		ws := p.workspace(b)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
 			b.StartTimer()
-			fx.checkpoint(b)
+			m.self(func() { fx.checkpoint(b) })
 		}
 	})
 	b.Run("git", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "git")
 		ws := p.workspace(b)
 		b.ResetTimer()
@@ -142,21 +173,25 @@ func BenchmarkFirstCheckpoint(b *testing.B) {
 			b.StopTimer()
 			g := filepath.Join(b.TempDir(), "git")
 			b.StartTimer()
-			gitInit(b, g)
-			gitSnap(b, g, ws)
+			m.add(gitInit(b, g))
+			m.add(gitSnap(b, g, ws))
 		}
 	})
 	b.Run("cp", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		ws := p.workspace(b)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			dst := filepath.Join(b.TempDir(), "copy")
 			b.StartTimer()
-			run(b, "", "cp", "-a", ws, dst)
+			m.add(run(b, "", "cp", "-a", ws, dst))
 		}
 	})
 	b.Run("rsync", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "rsync")
 		ws := p.workspace(b)
 		b.ResetTimer()
@@ -164,7 +199,7 @@ func BenchmarkFirstCheckpoint(b *testing.B) {
 			b.StopTimer()
 			dst := filepath.Join(b.TempDir(), "copy")
 			b.StartTimer()
-			run(b, "", "rsync", "-a", ws+"/", dst+"/")
+			m.add(run(b, "", "rsync", "-a", ws+"/", dst+"/"))
 		}
 	})
 }
@@ -174,6 +209,8 @@ func BenchmarkFirstCheckpoint(b *testing.B) {
 func BenchmarkIncrementalCheckpoint(b *testing.B) {
 	p := newPristine(b)
 	b.Run("warden", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		ws := p.workspace(b)
 		fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
 		fx.checkpoint(b)
@@ -182,10 +219,12 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 			b.StopTimer()
 			change10(b, ws, p.files, i)
 			b.StartTimer()
-			fx.checkpoint(b)
+			m.self(func() { fx.checkpoint(b) })
 		}
 	})
 	b.Run("git", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "git")
 		ws := p.workspace(b)
 		g := filepath.Join(b.TempDir(), "git")
@@ -196,10 +235,12 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 			b.StopTimer()
 			change10(b, ws, p.files, i)
 			b.StartTimer()
-			gitSnap(b, g, ws)
+			m.add(gitSnap(b, g, ws))
 		}
 	})
 	b.Run("rsync-link-dest", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "rsync")
 		ws := p.workspace(b)
 		snaps := b.TempDir()
@@ -211,11 +252,13 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 			change10(b, ws, p.files, i)
 			next := filepath.Join(snaps, strconv.Itoa(i+1))
 			b.StartTimer()
-			run(b, "", "rsync", "-a", "--link-dest="+prev, ws+"/", next+"/")
+			m.add(run(b, "", "rsync", "-a", "--link-dest="+prev, ws+"/", next+"/"))
 			prev = next
 		}
 	})
 	b.Run("cp", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		ws := p.workspace(b)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -223,7 +266,7 @@ func BenchmarkIncrementalCheckpoint(b *testing.B) {
 			change10(b, ws, p.files, i)
 			dst := filepath.Join(b.TempDir(), "copy")
 			b.StartTimer()
-			run(b, "", "cp", "-a", ws, dst)
+			m.add(run(b, "", "cp", "-a", ws, dst))
 		}
 	})
 }
@@ -239,6 +282,8 @@ func BenchmarkUndoDeletion(b *testing.B) {
 		}
 	}
 	b.Run("warden", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		ws := p.workspace(b)
 		fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
 		c := fx.checkpoint(b)
@@ -247,7 +292,9 @@ func BenchmarkUndoDeletion(b *testing.B) {
 			b.StopTimer()
 			del(b, ws)
 			b.StartTimer()
-			res, err := fx.store.Undo(context.Background(), c, nil)
+			var res *UndoResult
+			var err error
+			m.self(func() { res, err = fx.store.Undo(context.Background(), c, nil) })
 			must(b, err)
 			if got := len(res.Plan.Changes()); got < n {
 				b.Fatalf("undo restored %d paths, want %d", got, n)
@@ -255,6 +302,8 @@ func BenchmarkUndoDeletion(b *testing.B) {
 		}
 	})
 	b.Run("git", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "git")
 		ws := p.workspace(b)
 		g := filepath.Join(b.TempDir(), "git")
@@ -265,10 +314,12 @@ func BenchmarkUndoDeletion(b *testing.B) {
 			b.StopTimer()
 			del(b, ws)
 			b.StartTimer()
-			run(b, ws, "git", "--git-dir="+g, "--work-tree="+ws, "checkout", "-f", "--", ".")
+			m.add(run(b, ws, "git", "--git-dir="+g, "--work-tree="+ws, "checkout", "-f", "--", "."))
 		}
 	})
 	b.Run("rsync", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "rsync")
 		ws := p.workspace(b)
 		backup := filepath.Join(b.TempDir(), "backup")
@@ -278,10 +329,12 @@ func BenchmarkUndoDeletion(b *testing.B) {
 			b.StopTimer()
 			del(b, ws)
 			b.StartTimer()
-			run(b, "", "rsync", "-a", "--delete", backup+"/", ws+"/")
+			m.add(run(b, "", "rsync", "-a", "--delete", backup+"/", ws+"/"))
 		}
 	})
 	b.Run("cp", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		ws := p.workspace(b)
 		backup := filepath.Join(b.TempDir(), "backup")
 		run(b, "", "cp", "-a", ws, backup)
@@ -290,7 +343,7 @@ func BenchmarkUndoDeletion(b *testing.B) {
 			b.StopTimer()
 			del(b, ws)
 			b.StartTimer()
-			run(b, "", "cp", "-a", backup+"/.", ws)
+			m.add(run(b, "", "cp", "-a", backup+"/.", ws))
 		}
 	})
 }
@@ -300,6 +353,8 @@ func BenchmarkUndoDeletion(b *testing.B) {
 func BenchmarkHundredCheckpoints(b *testing.B) {
 	p := newPristine(b)
 	b.Run("warden", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		for i := 0; i < b.N; i++ {
 			ws := p.workspace(b)
 			fx := openStore(b, ws, filepath.Join(b.TempDir(), "state"))
@@ -310,7 +365,7 @@ func BenchmarkHundredCheckpoints(b *testing.B) {
 				b.StopTimer()
 				change10(b, ws, p.files, j)
 				b.StartTimer()
-				fx.checkpoint(b)
+				m.self(func() { fx.checkpoint(b) })
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(first)/1024, "MiB-first")
@@ -318,6 +373,8 @@ func BenchmarkHundredCheckpoints(b *testing.B) {
 		}
 	})
 	b.Run("git", func(b *testing.B) {
+		var m cpuMeter
+		defer m.report(b)
 		need(b, "git")
 		for i := 0; i < b.N; i++ {
 			ws := p.workspace(b)
@@ -330,7 +387,7 @@ func BenchmarkHundredCheckpoints(b *testing.B) {
 				b.StopTimer()
 				change10(b, ws, p.files, j)
 				b.StartTimer()
-				gitSnap(b, g, ws)
+				m.add(gitSnap(b, g, ws))
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(first)/1024, "MiB-first")

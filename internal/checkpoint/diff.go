@@ -102,7 +102,7 @@ func (s *Store) changes(ctx context.Context, o *objects, c, next *Checkpoint, ca
 	}
 	pl := &planner{s: s, report: true}
 	pl.dir(before, after, "")
-	p := &Plan{Target: c, Ops: slices.Concat(pl.removes, pl.creates, pl.finals)}
+	p := &Plan{Target: c, Ops: slices.Concat(pl.removes, pl.mkdirs, pl.creates, pl.finals)}
 	for i := range p.Ops {
 		op := &p.Ops[i]
 		if !lines || op.Op != OpWrite || op.Change != ChangeModified {

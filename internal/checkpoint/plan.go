@@ -13,8 +13,9 @@ import (
 )
 
 // Op is one step of a restore. Ops run in order: removals (deepest
-// first), then directories, files and links (parents first), then the
-// final permission bits of directories (deepest first).
+// first), then directories (parents first), then files and links (in
+// parallel: their directories exist by then), then the final permission
+// bits of directories (deepest first).
 type Op struct {
 	Op   string      `json:"op"` // one of the Op* constants
 	Path string      `json:"path"`
@@ -79,7 +80,7 @@ func Files(changes []Op) int {
 }
 
 // Changes returns the ops that a person would call changes (one per
-// path), without the directory bookkeeping.
+// path), without the directory bookkeeping, in path order.
 func (p *Plan) Changes() []Op {
 	var out []Op
 	for _, op := range p.Ops {
@@ -87,6 +88,7 @@ func (p *Plan) Changes() []Op {
 			out = append(out, op)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b Op) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 
@@ -128,7 +130,7 @@ func (s *Store) plan(ctx context.Context, o *objects, c *Checkpoint) (*Plan, err
 	pl := &planner{s: s}
 	pl.dir(target, cur, "")
 	p := &Plan{Target: c, Notes: pl.notes}
-	p.Ops = slices.Concat(pl.prep, pl.removes, pl.creates, pl.finals)
+	p.Ops = slices.Concat(pl.prep, pl.removes, pl.mkdirs, pl.creates, pl.finals)
 	s.countLines(o, p)
 	p.seal()
 	return p, nil
@@ -175,9 +177,9 @@ func lookupPath(d *dirNode, rel string) (entry, bool) {
 // planner compares a checkpoint's tree (t) with a scan of the workspace
 // (c), directory by directory, and collects the ops that make c into t.
 type planner struct {
-	s                              *Store
-	prep, removes, creates, finals []Op
-	notes                          []string
+	s                                      *Store
+	prep, removes, mkdirs, creates, finals []Op
+	notes                                  []string
 	// report lists every change, protected paths included, for a
 	// description rather than a restore.
 	report bool
@@ -373,7 +375,7 @@ func (pl *planner) create(rel string, te *entry, tsub *dirNode, change, was stri
 	case kindLink:
 		pl.creates = append(pl.creates, Op{Op: OpLink, Path: rel, Hash: te.hash.String(), Size: te.size, Change: change, Was: was})
 	case kindDir:
-		pl.creates = append(pl.creates, Op{Dir: true, Op: OpMkdir, Path: rel, Perm: 0o700, Change: change, Was: was})
+		pl.mkdirs = append(pl.mkdirs, Op{Dir: true, Op: OpMkdir, Path: rel, Perm: 0o700, Change: change, Was: was})
 		for i := range tsub.ents {
 			e := &tsub.ents[i]
 			crel := path.Join(rel, e.name)

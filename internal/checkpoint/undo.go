@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -228,24 +230,64 @@ func (s *Store) recoverWith(ctx context.Context, o *objects, back bool) (*UndoRe
 	return res, nil
 }
 
-// apply runs the ops of p in order through the workspace's confinement.
-// It goes on past a failed op (a later one may not depend on it) and
-// reports every failure; the plan is idempotent, so running what is left
-// again (Resume) is safe.
+// apply runs the ops of p in order through the workspace's confinement,
+// the files and links among them in parallel. It goes on past a failed op
+// (a later one may not depend on it) and reports the failures; the plan
+// is idempotent, so running it again (Resume) is safe.
 func (s *Store) apply(o *objects, p *Plan, afterOp func(int)) error {
-	var errs []error
-	for i, op := range p.Ops {
-		if err := s.applyOp(o, op); err != nil {
+	var (
+		mu   sync.Mutex
+		errs []error
+		done int
+	)
+	run := func(op Op) {
+		err := s.applyOp(o, op)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && len(errs) < 20 {
 			errs = append(errs, fmt.Errorf("%s %s: %w", op.Op, op.Path, err))
-			if len(errs) == 20 {
-				break
-			}
 		}
 		if afterOp != nil {
-			afterOp(i)
+			afterOp(done)
 		}
+		done++
+	}
+	ops := p.Ops
+	for len(ops) > 0 {
+		n := 0
+		for n < len(ops) && parallel(ops[n]) {
+			n++
+		}
+		if n == 0 {
+			run(ops[0])
+			ops = ops[1:]
+			continue
+		}
+		next := make(chan Op)
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), n) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for op := range next {
+					run(op)
+				}
+			}()
+		}
+		for _, op := range ops[:n] {
+			next <- op
+		}
+		close(next)
+		wg.Wait()
+		ops = ops[n:]
 	}
 	return errors.Join(errs...)
+}
+
+// parallel reports whether op touches one file whose directory exists by
+// the time it runs, so it may run beside others of its kind.
+func parallel(op Op) bool {
+	return !op.Dir && (op.Op == OpWrite || op.Op == OpLink || op.Op == OpChmod)
 }
 
 func (s *Store) applyOp(o *objects, op Op) error {
