@@ -59,11 +59,10 @@ for group in FirstCheckpoint IncrementalCheckpoint UndoDeletion HundredCheckpoin
 		printf '%-44s %12s %9s ms %10s %10s\n' "$label" "$(ms "$v")" "$(awk -v c="$c" 'BEGIN { printf "%.1f", c }')" "$(ratio "$v" "$w")" "$(ratio "$c" "$wc")"
 	done
 done
-printf '\n%-44s %14s %14s %10s\n' 'disk' 'first' '100 more' 'vs warden'
-wd=$(median BenchmarkHundredCheckpoints/warden MiB-100-more)
+printf '\n%-20s %14s %16s %16s\n' 'disk' 'first' 'after 100 more' 'the 100 cost'
 for tool in warden git; do
 	f=$(median "BenchmarkHundredCheckpoints/$tool" MiB-first)
-	m=$(median "BenchmarkHundredCheckpoints/$tool" MiB-100-more)
-	[ -n "$m" ] && printf '%-44s %11.1f MiB %11.1f MiB %10s\n' "$tool" "$f" "$m" "$(ratio "$m" "$wd")"
+	a=$(median "BenchmarkHundredCheckpoints/$tool" MiB-after-100)
+	[ -n "$a" ] && printf '%-20s %10.1f MiB %12.1f MiB %12.1f MiB\n' "$tool" "$f" "$a" "$(awk -v a="$a" -v f="$f" 'BEGIN { print a - f }')"
 done
 printf '\nload after: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
