@@ -59,15 +59,20 @@
 // A checkpoint is complete before Checkpoint returns, or it does not
 // exist: new objects are appended to new packs, each pack is synced, then
 // its index is written, synced and renamed into place, then the record.
-// A pack without an index, or an index no record needs, is garbage that
-// the next checkpoint or prune removes. A caller that gets an error from
-// Checkpoint must not run the call.
+// A pack without an index is the remains of a killed writer, removed by
+// the next checkpoint; objects no record needs are swept by pruning, which
+// removes records first, then the index entries that name what goes, then
+// the packs (rewriting those that keep some live objects). Small packs
+// are merged when there are more than 32, so a checkpoint reads few
+// indexes. A caller that gets an error from Checkpoint must not run the
+// call.
 //
 // An undo first computes its plan and reads every object it will write
 // (a damaged store fails here, having changed nothing), takes a checkpoint
 // of the workspace as it is (so the undo can be undone), writes and syncs
-// a journal, applies the plan one file at a time (each a temporary file
-// renamed over the name), syncs the workspace's file system, checks that
+// a journal, applies the plan (directories first, then the files and
+// links, several at once, each a temporary file renamed over its name),
+// syncs the workspace's file system, checks that
 // the workspace now matches the checkpoint, and removes the journal.
 // Killed at any point, it leaves either no journal (the workspace was not
 // touched) or a journal, which warden reports at start and which blocks
@@ -98,6 +103,12 @@
 // format: every object is checked against its hash before it is used, and
 // a malformed record, tree, index or journal is an error (ErrCorrupt),
 // never a different restore. A damaged index (a cache) is dropped.
+//
+// The rules that leave paths out are partly the workspace's own: an agent
+// that can write a .gitignore can widen what later checkpoints skip. The
+// checkpoint taken before that write still holds what it recorded (undo
+// --to it), as long as pruning keeps it: keep counts checkpoints, so a
+// long run of calls pushes older ones out.
 //
 // # Non-goals
 //
