@@ -252,6 +252,9 @@ func (e *placeholderError) Error() string {
 // request before the placeholder's last byte is sent: the reader holds
 // back the bytes that might begin one. Its own hosts may receive a
 // placeholder in a body (it is not replaced there) over terminated TLS.
+//
+// net/http does not wrap a body's read error so that errors.As finds it:
+// after a failed write, ask the reader (seen).
 func (b *Broker) scanBody(body io.ReadCloser, h policy.Host, terminated bool) io.ReadCloser {
 	var pats []*secret
 	longest := 0
@@ -312,6 +315,16 @@ func (s *scanReader) Read(p []byte) (int, error) {
 }
 
 func (s *scanReader) Close() error { return s.r.Close() }
+
+// seen returns the placeholder error a scanning body ended with, if any.
+func seen(body io.Reader) *placeholderError {
+	if s, ok := body.(*scanReader); ok {
+		if pe, ok := s.err.(*placeholderError); ok {
+			return pe
+		}
+	}
+	return nil
+}
 
 // writeFileAtomic writes data to path through a temporary file and a
 // rename, so a crash never leaves half a key.

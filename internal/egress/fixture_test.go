@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -45,7 +46,7 @@ var (
 	theCA  *testCA
 )
 
-func upstreamCA(t testing.TB) *testCA {
+func originCA(t testing.TB) *testCA {
 	caOnce.Do(func() {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test origin CA"},
@@ -109,9 +110,10 @@ func startOrigin(t testing.TB, network, addr string, tlsNames ...string) *origin
 		t.Skipf("cannot listen on %s: %v", addr, err)
 	}
 	u := &origin{addr: l.Addr().(*net.TCPAddr).AddrPort(), l: l,
-		srv: &http.Server{Handler: http.HandlerFunc(echoHandler), ReadHeaderTimeout: 10 * time.Second}}
+		srv: &http.Server{Handler: http.HandlerFunc(echoHandler), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: log.New(io.Discard, "", 0)}}
 	if len(tlsNames) > 0 {
-		c := upstreamCA(t).leaf(tlsNames...)
+		c := originCA(t).leaf(tlsNames...)
 		u.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{c}, NextProtos: []string{"http/1.1"}}
 		l = tls.NewListener(l, u.srv.TLSConfig)
 	}
@@ -176,9 +178,9 @@ func startProxy(t testing.TB, f fixture) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ev: newEvents(), roots: upstreamCA(t).pool.Clone()}
+	p := &proxy{ev: newEvents(), roots: originCA(t).pool.Clone()}
 	opts := &Options{Policy: pol, Resolver: f.names, Asker: f.asker, Auditor: p.ev, Workspace: "/ws",
-		UpstreamRoots: upstreamCA(t).pool, AskTimeout: 5 * time.Second}
+		UpstreamRoots: originCA(t).pool, AskTimeout: 5 * time.Second}
 	if len(f.secrets) > 0 {
 		b, err := NewBroker(BrokerOptions{Dir: filepath.Join(t.TempDir(), "state"), Secrets: f.secrets,
 			Getenv: func(k string) (string, bool) { v, ok := f.env[k]; return v, ok }})

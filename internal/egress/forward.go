@@ -163,6 +163,7 @@ func (f *forwarder) roundTrip(req *http.Request, ev *Event) bool {
 			return false
 		}
 	}
+	body := req.Body
 	var up *countReader
 	if req.Body != nil && req.Body != http.NoBody {
 		up = &countReader{r: req.Body}
@@ -177,8 +178,7 @@ func (f *forwarder) roundTrip(req *http.Request, ev *Event) bool {
 	}
 	if err != nil {
 		f.closeUpstream()
-		var pe *placeholderError
-		if errors.As(err, &pe) {
+		if pe := seen(body); pe != nil {
 			answerError(f.cw, &Refusal{Target: ev.Host, Rule: "[[sandbox.egress.secrets]]", Why: pe.Error(), By: "policy"}, ev)
 		} else {
 			answerError(f.cw, &DialError{Target: f.upTarget(), Op: "send to", Err: err}, ev)
@@ -254,16 +254,16 @@ func (f *forwarder) serveTerminated(t policy.Target, raw net.Conn, ev *Event, up
 			ev.Reason = upErr.Error()
 			return
 		}
-		var rev Event
+		rev := Event{Proto: f.proto, Host: t.Host.String(), Port: int(t.Port)}
 		if err := f.prepare(req, t, &rev); err != nil {
 			f.refuse(err, t, start)
 			return
 		}
 		ev.Secrets = rev.Secrets
 		ok := f.roundTrip(req, &rev)
-		ev.BytesUp += rev.BytesUp
-		ev.BytesDown += rev.BytesDown
-		if rev.Reason != "" {
+		if rev.Decision == "deny" { // a request refused inside the tunnel is an event of its own
+			f.s.audit(f.cc, rev, start)
+		} else if rev.Reason != "" {
 			ev.Reason = rev.Reason
 		}
 		if !ok {

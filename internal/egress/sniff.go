@@ -124,8 +124,7 @@ func (s *Server) plainRequests(cc *clientConn, up net.Conn, t policy.Target) (in
 			}
 		}
 		if err != nil {
-			var pe *placeholderError
-			if errors.As(err, &pe) {
+			if pe := seen(req.Body); pe != nil {
 				return cw.n, &Refusal{Target: t.String(), Rule: "[[sandbox.egress.secrets]]", Why: pe.Error(), By: "policy"}
 			}
 			return cw.n, err
