@@ -343,3 +343,38 @@ func addExtension(t *testing.T, rec []byte, typ uint16, data []byte) []byte {
 }
 
 var _ = fmt.Sprint
+
+// Absolute-form requests on one kept-alive connection: each decided on
+// its own, HEAD without a body, a chunked upload re-framed, the client's
+// headers passed (no User-Agent added).
+func TestAbsoluteKeepAlive(t *testing.T) {
+	t.Parallel()
+	up := startOrigin(t, "tcp", "127.0.0.1:0")
+	p := startProxy(t, baseFixture())
+	port := strconv.Itoa(int(up.port()))
+	c, err := net.Dial("tcp", p.addr)
+	must(t, err == nil, "%v", err)
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	send := func(req string) *http.Response {
+		t.Helper()
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(br, &http.Request{Method: strings.Fields(req)[0]})
+		must(t, err == nil, "%v", err)
+		return resp
+	}
+	resp := send("HEAD http://allowed.test:" + port + "/ HTTP/1.1\r\nHost: allowed.test:" + port + "\r\n\r\n")
+	must(t, resp.StatusCode == 200 && resp.ContentLength > 0, "HEAD: %+v", resp)
+	resp = send("POST http://allowed.test:" + port + "/ HTTP/1.1\r\nHost: allowed.test:" + port +
+		"\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+	b, _ := io.ReadAll(resp.Body)
+	must(t, resp.StatusCode == 200 && contains(string(b), "body=abcde") && contains(string(b), "user-agent=\n"), "POST: %q", b)
+	resp = send("GET http://denied.test:" + port + "/ HTTP/1.1\r\nHost: denied.test:" + port + "\r\n\r\n")
+	b, _ = io.ReadAll(resp.Body)
+	must(t, resp.StatusCode == 403 && resp.Close && contains(string(b), "denied"), "denied: %d %q", resp.StatusCode, b)
+	for _, want := range []string{"allow", "allow", "deny"} {
+		ev := p.ev.next(t)
+		must(t, ev.Decision == want, "event %+v; want %s", ev, want)
+	}
+}
