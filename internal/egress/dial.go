@@ -68,17 +68,17 @@ type admission struct {
 	target policy.Target
 	dec    policy.Decision
 	by     string // "policy", or who answered
-	attr   Attribution
 }
 
 // admit decides t: by rule, or by asking a person.
-func (s *Server) admit(ctx context.Context, t policy.Target, attr Attribution) (*admission, error) {
+func (s *Server) admit(ctx context.Context, t policy.Target, attribution func() Attribution) (*admission, error) {
 	d := s.pol.Decide(t)
 	switch d.Verdict {
 	case policy.Allow:
-		return &admission{target: t, dec: d, by: "policy", attr: attr}, nil
+		return &admission{target: t, dec: d, by: "policy"}, nil
 	case policy.Ask:
 		s.stats.asked.Add(1)
+		attr := attribution()
 		q := Question{Host: t.Host.String(), Port: int(t.Port), Workspace: s.opts.Workspace,
 			Session: attr.Session, Command: attr.Command}
 		if s.broker != nil {
@@ -97,7 +97,7 @@ func (s *Server) admit(ctx context.Context, t policy.Target, attr Attribution) (
 		}
 		// A person's yes admits public addresses only (Explicit stays false).
 		d.Verdict = policy.Allow
-		return &admission{target: t, dec: d, by: ans.By, attr: attr}, nil
+		return &admission{target: t, dec: d, by: ans.By}, nil
 	}
 	return nil, &Refusal{Target: t.String(), Rule: d.Rule, Why: d.Why, By: "policy"}
 }

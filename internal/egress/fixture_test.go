@@ -84,6 +84,9 @@ func echoHandler(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
 		return
 	}
+	if r.URL.Path == "/slow" {
+		time.Sleep(300 * time.Millisecond)
+	}
 	if r.URL.Path == "/big" {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		chunk := make([]byte, 64<<10)

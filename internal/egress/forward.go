@@ -60,7 +60,7 @@ func (f *forwarder) absolute(rq *reqHead, req *http.Request, start time.Time) bo
 	defer func() { f.s.audit(f.cc, ev, start) }()
 	adm := f.admitted[rq.target]
 	if adm == nil {
-		a, err := f.s.admit(f.s.ctx, rq.target, f.cc.attr)
+		a, err := f.s.admit(f.s.ctx, rq.target, f.cc.attribution)
 		if err != nil {
 			answerError(f.cw, err, &ev)
 			return false

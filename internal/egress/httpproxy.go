@@ -125,7 +125,7 @@ func answerError(w *bufio.Writer, err error, ev *Event) {
 // inspect what the client sends first (tunnel.go).
 func (s *Server) connect(cc *clientConn, w *bufio.Writer, rq *reqHead, start time.Time) {
 	ev := Event{Proto: "connect", Host: rq.target.Host.String(), Port: int(rq.target.Port)}
-	adm, err := s.admit(s.ctx, rq.target, cc.attr)
+	adm, err := s.admit(s.ctx, rq.target, cc.attribution)
 	if err != nil {
 		answerError(w, err, &ev)
 		s.audit(cc, ev, start)

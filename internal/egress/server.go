@@ -223,9 +223,20 @@ func (s *Server) Close() error {
 // clientConn is one connection from the jail.
 type clientConn struct {
 	net.Conn
-	br   *bufio.Reader
-	info ConnInfo
-	attr Attribution
+	br       *bufio.Reader
+	info     ConnInfo
+	attr     Attribution
+	attrDone chan struct{} // closed once attr is known
+}
+
+// attribution waits for the connection's attribution, which is looked up
+// (from /proc, say) while the connection proceeds: only a question to a
+// person and the audit event need it.
+func (cc *clientConn) attribution() Attribution {
+	if cc.attrDone != nil {
+		<-cc.attrDone
+	}
+	return cc.attr
 }
 
 // maxHead bounds a request head, and is the client reader's buffer size.
@@ -251,7 +262,12 @@ func (s *Server) handle(c net.Conn, info ConnInfo) {
 	}
 	cc := &clientConn{Conn: c, br: bufio.NewReaderSize(c, maxHead), info: info}
 	if s.opts.Attribute != nil {
-		cc.attr = s.opts.Attribute(info)
+		cc.attrDone = make(chan struct{})
+		go func() {
+			defer close(cc.attrDone)
+			cc.attr = s.opts.Attribute(info)
+		}()
+		defer cc.attribution() // never leave the lookup behind
 	}
 	first, err := cc.br.Peek(1)
 	if err != nil {
@@ -274,7 +290,8 @@ func (s *Server) audit(cc *clientConn, e Event, start time.Time) {
 	e.Time = start
 	e.Duration = time.Since(start)
 	e.Workspace = s.opts.Workspace
-	e.Session, e.Command = cc.attr.Session, cc.attr.Command
+	a := cc.attribution()
+	e.Session, e.Command = a.Session, a.Command
 	if e.Decision == "allow" {
 		s.stats.allowed.Add(1)
 	} else {

@@ -208,7 +208,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		return
 	}
 	ev.Host = t.Host.String()
-	adm, err := s.admit(s.ctx, t, cc.attr)
+	adm, err := s.admit(s.ctx, t, cc.attribution)
 	if err != nil {
 		r, _ := isRefusal(err)
 		ev.Rule, ev.DecidedBy = r.Rule, r.By
