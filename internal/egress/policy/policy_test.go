@@ -230,3 +230,34 @@ func FuzzParseRule(f *testing.F) {
 		}
 	})
 }
+
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	p, _ := New([]string{"localhost:5432", "*.pypi.org"}, []string{"evil.pypi.org"}, UnknownAsk)
+	for _, c := range []struct {
+		target string
+		addrs  []string
+		want   []string
+	}{
+		{"localhost:5432", []string{"127.0.0.1"}, []string{`allow, by allow "localhost:5432"`, "exactly", "127.0.0.1: dialled (a loopback address, named explicitly)"}},
+		{"files.pypi.org:443", []string{"10.0.0.1", "151.101.0.223"}, []string{`allow "*.pypi.org"`, "special answers are refused", "10.0.0.1: refused", "151.101.0.223: dialled"}},
+		{"evil.pypi.org:443", nil, []string{`deny, by deny "evil.pypi.org"`, "why:"}},
+		{"GitHub.com.:443", nil, []string{"destination: github.com:443", "ask a person"}},
+		{"127.0.0.1:22", nil, []string{"deny", "loopback"}},
+	} {
+		got := strings.Join(p.Explain(mustTarget(t, c.target), parseAddrs(c.addrs)...), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("Explain(%s) =\n%s\nwant it to mention %q", c.target, got, w)
+			}
+		}
+	}
+}
+
+func parseAddrs(s []string) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range s {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out
+}
