@@ -163,8 +163,9 @@ func TestAskCoalesces(t *testing.T) {
 	}
 }
 
-// The relay carries connections from the jail's loopback to the server's
-// unix socket; the server reads the preamble and attributes by it.
+// The relay hands connections from the jail's loopback to the server's
+// unix socket; the server learns the ports from the socket and attributes
+// by them.
 func TestRelay(t *testing.T) {
 	t.Parallel()
 	up := startOrigin(t, "tcp", "127.0.0.1:0")
@@ -173,7 +174,7 @@ func TestRelay(t *testing.T) {
 	f.opts = func(o *Options) {
 		o.Attribute = func(ci ConnInfo) Attribution {
 			seen.Store(ci)
-			return Attribution{Command: "client-port-" + strconv.Itoa(int(ci.Preamble.ClientPort))}
+			return Attribution{Command: "client-port-" + strconv.Itoa(int(ci.ClientPort))}
 		}
 	}
 	p := startProxy(t, f)
@@ -184,17 +185,17 @@ func TestRelay(t *testing.T) {
 	code, body := get(t, p.client(addr.String()), "http://allowed.test:"+strconv.Itoa(int(up.port()))+"/")
 	must(t, code == 200 && contains(body, "host=allowed.test"), "got %d %q", code, body)
 	ci := seen.Load().(ConnInfo)
-	must(t, ci.Relayed && ci.Preamble.ListenerPort == uint16(addr.(*net.TCPAddr).Port) && ci.Preamble.ClientPort != 0, "conn info %+v", ci)
+	must(t, ci.Relayed && ci.ListenerPort == uint16(addr.(*net.TCPAddr).Port) && ci.ClientPort != 0, "conn info %+v", ci)
 	ev := p.ev.next(t)
-	must(t, ev.Decision == "allow" && ev.Command == "client-port-"+strconv.Itoa(int(ci.Preamble.ClientPort)), "event %+v", ev)
+	must(t, ev.Decision == "allow" && ev.Command == "client-port-"+strconv.Itoa(int(ci.ClientPort)), "event %+v", ev)
 
-	t.Run("no preamble", func(t *testing.T) {
+	t.Run("bytes instead of a socket", func(t *testing.T) {
 		c, err := net.Dial("unix", p.socket)
 		must(t, err == nil, "%v", err)
 		defer c.Close()
 		io.WriteString(c, "CONNECT allowed.test:443 HTTP/1.1\r\n\r\n")
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		b, _ := io.ReadAll(c)
-		must(t, len(b) == 0, "a connection without the preamble got %q", b)
+		must(t, len(b) == 0, "a connection without a socket got %q", b)
 	})
 }

@@ -10,17 +10,19 @@ import (
 )
 
 // ProcAttributor names the command behind a relayed connection from
-// /proc: the TCP socket whose ports are the preamble's, in the network
+// /proc: the TCP socket whose ports are those of the socket the relay
+// handed over, in the network
 // namespace of the process rootPID returns (the jail's init, or the
 // worker), and the process among it and its descendants holding it. It
 // returns "" when it cannot tell (the process is gone, /proc is not
-// readable, the preamble lied). The lookup runs while the connection
+// readable). The lookup runs while the connection
 // proceeds; a connection that ends within a millisecond or two may not be
 // attributed.
 //
-// The preamble comes from the jail, so the answer is a hint: a jailed
-// program can forge the ports and have its connection attributed to
-// another process of the same jail, never to anything outside it.
+// The jail chose the socket it handed over, so the answer is a hint: a
+// jailed program could hand over another process's socket, and have its
+// connection attributed to that process of the same jail, never to
+// anything outside it.
 func ProcAttributor(rootPID func() int) func(ConnInfo) string {
 	return func(ci ConnInfo) string {
 		if !ci.Relayed {
@@ -30,7 +32,7 @@ func ProcAttributor(rootPID func() int) func(ConnInfo) string {
 		if pid <= 0 {
 			return ""
 		}
-		inode := socketInode(pid, ci.Preamble.ClientPort, ci.Preamble.ListenerPort)
+		inode := socketInode(pid, ci.ClientPort, ci.ListenerPort)
 		if inode == "" {
 			return ""
 		}
@@ -43,7 +45,7 @@ func ProcAttributor(rootPID func() int) func(ConnInfo) string {
 }
 
 // socketInode finds, in /proc/PID/net/tcp{,6}, the socket whose local
-// port is local and remote port remote.
+// port is local and remote port remote: the client's end.
 func socketInode(pid int, local, remote uint16) string {
 	want := fmt.Sprintf(":%04X", local)
 	wantRemote := fmt.Sprintf(":%04X", remote)

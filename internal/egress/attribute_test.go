@@ -43,7 +43,7 @@ func TestProcAttributor(t *testing.T) {
 func TestProcAttributorUnknown(t *testing.T) {
 	t.Parallel()
 	attr := ProcAttributor(func() int { return os.Getpid() })
-	if got := attr(ConnInfo{Relayed: true, Preamble: relay.Preamble{ClientPort: 1, ListenerPort: 2}}); got != "" {
+	if got := attr(ConnInfo{Relayed: true, ClientPort: 1, ListenerPort: 2}); got != "" {
 		t.Errorf("attributed a connection that does not exist to %q", got)
 	}
 	if got := attr(ConnInfo{}); got != "" {

@@ -17,8 +17,9 @@ import (
 )
 
 // The benchmarks compare a client going through the whole egress path as a
-// jailed command does (client → relay on loopback → unix socket → Server →
-// origin) with the same client going straight to the origin, on loopback.
+// jailed command does (client → relay on loopback, which hands the socket
+// to the Server over a unix socket → Server → origin) with the same client
+// going straight to the origin, on loopback.
 // bench/egress.sh runs them and prints the ratios.
 
 const transferSize = 100 << 20

@@ -9,8 +9,10 @@
 //
 // The jail has its own network namespace with only loopback, and no
 // resolver. Inside it, internal/egress/relay listens on loopback ports and
-// carries each accepted connection, unread, over a unix socket bound into
-// the jail to a Server here (ServeRelay). Programs reach it through the
+// hands each accepted connection's socket, unread, over a unix socket
+// bound into the jail to a Server here (ServeRelay, SCM_RIGHTS): the
+// server then reads and writes the jail's socket itself, so nothing in
+// the jail is in the data path. Programs reach it through the
 // proxy variables (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY=socks5h://…). A
 // program that ignores them has no route out at all: there is nothing to
 // fall back to, so the jail fails closed.
@@ -90,6 +92,6 @@
 //   - Timing and volume channels; the content of allowed downloads.
 //   - Placeholders encoded other than verbatim or in Basic credentials
 //     (e.g. base64 in a body) are not recognised.
-//   - Attribution: the relay's preamble names the client's port, which the
-//     jail could forge; the command an event names is a hint, not proof.
+//   - Attribution: the jail chooses the socket it hands over, so the
+//     command an event names is a hint, not proof.
 package egress

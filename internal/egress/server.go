@@ -57,11 +57,12 @@ type Options struct {
 
 // ConnInfo is what is known about a client connection before it speaks.
 type ConnInfo struct {
-	// Relayed is set when the connection came through the jail's relay;
-	// Preamble is then what the relay (or whatever wrote it) said.
-	Relayed  bool
-	Preamble relay.Preamble
-	Remote   net.Addr
+	// Relayed is set when the jail's relay handed the connection over;
+	// ClientPort and ListenerPort are then the jail-side socket's ports
+	// (for attribution: the jail chose the socket, so they are a hint).
+	Relayed      bool
+	ClientPort   uint16
+	ListenerPort uint16
 }
 
 // Attribution names who opened a connection, as far as it can be known.
@@ -134,8 +135,9 @@ func (s *Server) Policy() *policy.Policy { return s.pol }
 // the first byte tells them apart) until l fails or the server closes.
 func (s *Server) Serve(l net.Listener) error { return s.serve(l, false) }
 
-// ServeRelay is Serve for connections from the jail's relay: each begins
-// with a relay.Preamble.
+// ServeRelay is Serve for a unix socket the jail's relay hands its
+// connections over (internal/egress/relay): each unix connection carries
+// one TCP socket of the jail, which is then served like any client.
 func (s *Server) ServeRelay(l net.Listener) error { return s.serve(l, true) }
 
 func (s *Server) serve(l net.Listener, relayed bool) error {
@@ -163,15 +165,43 @@ func (s *Server) serve(l net.Listener, relayed bool) error {
 			}
 			return err
 		}
+		if relayed {
+			go s.receive(c)
+			continue
+		}
 		if !s.track(c) {
 			c.Close()
 			return net.ErrClosed
 		}
 		go func() {
 			defer s.untrack(c)
-			s.handle(c, ConnInfo{Relayed: relayed, Remote: c.RemoteAddr()})
+			s.handle(c, ConnInfo{})
 		}()
 	}
+}
+
+// receive takes the jail's socket from a relay's unix connection and
+// serves it; anything but one TCP socket is refused (relay.Receive).
+func (s *Server) receive(c net.Conn) {
+	defer c.Close()
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	uc.SetDeadline(time.Now().Add(s.headTimeout))
+	tc, err := relay.Receive(uc)
+	if err != nil {
+		return
+	}
+	uc.Close()
+	info := ConnInfo{Relayed: true}
+	if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+		info.ClientPort = uint16(a.Port)
+	}
+	if a, ok := tc.LocalAddr().(*net.TCPAddr); ok {
+		info.ListenerPort = uint16(a.Port)
+	}
+	s.ServeConn(tc, info)
 }
 
 // ServeConn serves one client connection and returns when it ends; it
@@ -253,13 +283,6 @@ func (s *Server) handle(c net.Conn, info ConnInfo) {
 	s.stats.active.Add(1)
 	defer s.stats.active.Add(-1)
 	c.SetReadDeadline(time.Now().Add(s.headTimeout))
-	if info.Relayed {
-		p, err := relay.ReadPreamble(c)
-		if err != nil {
-			return
-		}
-		info.Preamble = p
-	}
 	cc := &clientConn{Conn: c, br: bufio.NewReaderSize(c, maxHead), info: info}
 	if s.opts.Attribute != nil {
 		cc.attrDone = make(chan struct{})

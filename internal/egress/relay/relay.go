@@ -1,50 +1,21 @@
 package relay
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// Magic opens every connection's preamble; the version is its last byte.
-const Magic = "WEG1"
+// Magic is the one byte of data each message carries (a descriptor
+// cannot travel alone on a stream socket); it names the version.
+const Magic = 'W'
 
-// PreambleLen is the size of the preamble in bytes.
-const PreambleLen = 8
-
-// Preamble is what the relay writes first on each unix connection: the
-// jailed client's TCP source port and the port it connected to.
-type Preamble struct {
-	ClientPort   uint16
-	ListenerPort uint16
-}
-
-// Marshal returns the preamble's wire form.
-func (p Preamble) Marshal() []byte {
-	b := make([]byte, PreambleLen)
-	copy(b, Magic)
-	binary.BigEndian.PutUint16(b[4:], p.ClientPort)
-	binary.BigEndian.PutUint16(b[6:], p.ListenerPort)
-	return b
-}
-
-// ReadPreamble reads a preamble; anything else is an error.
-func ReadPreamble(r io.Reader) (Preamble, error) {
-	var b [PreambleLen]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return Preamble{}, fmt.Errorf("read relay preamble: %w", err)
-	}
-	if string(b[:4]) != Magic {
-		return Preamble{}, errors.New("read relay preamble: bad magic")
-	}
-	return Preamble{ClientPort: binary.BigEndian.Uint16(b[4:]), ListenerPort: binary.BigEndian.Uint16(b[6:])}, nil
-}
-
-// Relay accepts TCP connections and carries each to Socket.
+// Relay accepts TCP connections and hands each to Socket.
 type Relay struct {
 	// Socket is the host's unix socket, as seen from the jail.
 	Socket string
@@ -53,13 +24,12 @@ type Relay struct {
 
 	mu        sync.Mutex
 	listeners []net.Listener
-	conns     map[net.Conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup
 }
 
-// Listen opens a TCP listener on addr (e.g. "127.0.0.1:0") and serves it
-// in the background; it returns the address bound.
+// Listen opens a TCP listener on addr (e.g. "127.0.0.1:3128") and serves
+// it in the background; it returns the address bound.
 func (r *Relay) Listen(addr string) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -82,7 +52,6 @@ func (r *Relay) Listen(addr string) (net.Addr, error) {
 }
 
 func (r *Relay) serve(l net.Listener) {
-	lport := uint16(l.Addr().(*net.TCPAddr).Port)
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -92,41 +61,16 @@ func (r *Relay) serve(l net.Listener) {
 			}
 			return
 		}
-		if !r.track(c) {
-			c.Close()
-			return
-		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			defer r.untrack(c)
-			r.carry(c.(*net.TCPConn), Preamble{ClientPort: uint16(c.RemoteAddr().(*net.TCPAddr).Port), ListenerPort: lport})
-		}()
+		// Sequential on purpose: handing a descriptor over is a connect
+		// and a sendmsg, and the kernel queues the clients meanwhile.
+		r.pass(c.(*net.TCPConn))
 	}
 }
 
-func (r *Relay) track(c net.Conn) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	if r.conns == nil {
-		r.conns = map[net.Conn]struct{}{}
-	}
-	r.conns[c] = struct{}{}
-	return true
-}
-
-func (r *Relay) untrack(c net.Conn) {
-	r.mu.Lock()
-	delete(r.conns, c)
-	r.mu.Unlock()
-}
-
-// carry copies both ways until both directions end; a half-close on one
-// side is passed to the other, so request-then-EOF protocols work.
-func (r *Relay) carry(c *net.TCPConn, p Preamble) {
+// pass sends the connection's socket to the host and closes the relay's
+// copy; the host's copy keeps the connection open. When the host cannot
+// be reached, the client gets a reset: it has no proxy to talk to.
+func (r *Relay) pass(c *net.TCPConn) {
 	defer c.Close()
 	timeout := r.DialTimeout
 	if timeout == 0 {
@@ -134,39 +78,92 @@ func (r *Relay) carry(c *net.TCPConn, p Preamble) {
 	}
 	uc, err := net.DialTimeout("unix", r.Socket, timeout)
 	if err != nil {
-		// The client sees a reset: it has no proxy to talk to.
 		c.SetLinger(0)
 		return
 	}
-	u := uc.(*net.UnixConn)
-	defer u.Close()
-	if _, err := u.Write(p.Marshal()); err != nil {
+	defer uc.Close()
+	uc.SetDeadline(time.Now().Add(timeout))
+	raw, err := c.SyscallConn()
+	if err != nil {
+		c.SetLinger(0)
 		return
 	}
-	r.track(u)
-	defer r.untrack(u)
-	done := make(chan struct{})
-	go func() {
-		io.Copy(u, c)
-		u.CloseWrite()
-		close(done)
-	}()
-	io.Copy(c, u)
-	c.CloseWrite()
-	<-done
+	var sendErr error
+	err = raw.Control(func(fd uintptr) {
+		_, _, sendErr = uc.(*net.UnixConn).WriteMsgUnix([]byte{Magic}, unix.UnixRights(int(fd)), nil)
+	})
+	if err != nil || sendErr != nil {
+		c.SetLinger(0)
+	}
 }
 
-// Close stops every listener and connection and waits for them.
+// Close stops every listener and waits for them.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	for _, l := range r.listeners {
 		l.Close()
 	}
-	for c := range r.conns {
-		c.Close()
-	}
 	r.mu.Unlock()
 	r.wg.Wait()
 	return nil
+}
+
+// Receive reads one handed-over connection from a unix connection: exactly
+// one descriptor, which must be a TCP socket. Anything else is closed and
+// refused. It is the host side's half of the protocol, kept here so that
+// both halves are read together; it trusts nothing it receives.
+func Receive(uc *net.UnixConn) (*net.TCPConn, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*4)) // room to see (and close) a few extra
+	n, oobn, flags, _, err := uc.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, fmt.Errorf("relay: receive: %w", err)
+	}
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	switch {
+	case flags&unix.MSG_CTRUNC != 0:
+		closeAll()
+		return nil, errors.New("relay: receive: too many descriptors")
+	case n != 1 || buf[0] != Magic:
+		closeAll()
+		return nil, errors.New("relay: receive: not a relay message")
+	case len(fds) != 1:
+		closeAll()
+		return nil, fmt.Errorf("relay: receive: %d descriptors, want 1", len(fds))
+	}
+	typ, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil || typ != unix.SOCK_STREAM {
+		closeAll()
+		return nil, errors.New("relay: receive: not a stream socket")
+	}
+	domain, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil || domain != unix.AF_INET && domain != unix.AF_INET6 {
+		closeAll()
+		return nil, errors.New("relay: receive: not a TCP socket")
+	}
+	f := os.NewFile(uintptr(fds[0]), "relayed-socket")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("relay: receive: %w", err)
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, errors.New("relay: receive: not a TCP connection")
+	}
+	return tc, nil
 }

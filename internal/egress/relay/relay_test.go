@@ -11,36 +11,43 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The relay carries bytes both ways, passes a half-close on, and begins
-// each connection with the preamble.
-func TestCarry(t *testing.T) {
-	dir, _ := os.MkdirTemp("/tmp", "rly")
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s")
+func socketPath(t *testing.T) string {
+	dir, err := os.MkdirTemp("/tmp", "rly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "s")
+}
+
+// The relay hands the client's socket itself over: the host reads and
+// writes it, half-close and all, and the relay keeps nothing.
+func TestPass(t *testing.T) {
+	sock := socketPath(t)
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	got := make(chan Preamble, 1)
+	got := make(chan *net.TCPConn, 1)
 	go func() {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
 		defer c.Close()
-		p, err := ReadPreamble(c)
+		tc, err := Receive(c.(*net.UnixConn))
 		if err != nil {
 			t.Error(err)
+			close(got)
 			return
 		}
-		got <- p
-		b, _ := io.ReadAll(c) // until the client's half-close
-		c.Write([]byte(strings.ToUpper(string(b))))
+		got <- tc
 	}()
 	r := &Relay{Socket: sock}
 	defer r.Close()
@@ -54,15 +61,22 @@ func TestCarry(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
+	host := <-got
+	if host == nil {
+		t.Fatal("nothing received")
+	}
+	defer host.Close()
+	if host.RemoteAddr().String() != c.LocalAddr().String() || host.LocalAddr().String() != addr.String() {
+		t.Fatalf("the host holds %s→%s; the client is %s→%s", host.RemoteAddr(), host.LocalAddr(), c.LocalAddr(), addr)
+	}
 	io.WriteString(c, "hello")
 	c.(*net.TCPConn).CloseWrite()
-	b, _ := io.ReadAll(c)
+	b, _ := io.ReadAll(host)
+	host.Write([]byte(strings.ToUpper(string(b))))
+	host.Close()
+	b, _ = io.ReadAll(c)
 	if string(b) != "HELLO" {
 		t.Fatalf("got %q", b)
-	}
-	p := <-got
-	if p.ListenerPort != uint16(addr.(*net.TCPAddr).Port) || p.ClientPort != uint16(c.LocalAddr().(*net.TCPAddr).Port) {
-		t.Fatalf("preamble %+v", p)
 	}
 }
 
@@ -85,15 +99,90 @@ func TestNoSocket(t *testing.T) {
 	}
 }
 
-func TestPreambleRefusesOtherBytes(t *testing.T) {
-	if _, err := ReadPreamble(strings.NewReader("CONNECT ")); err == nil {
-		t.Fatal("accepted bytes that are not a preamble")
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
 	}
-	p := Preamble{ClientPort: 1234, ListenerPort: 80}
-	q, err := ReadPreamble(strings.NewReader(string(p.Marshal())))
-	if err != nil || q != p {
-		t.Fatalf("round trip: %+v %v", q, err)
+	return len(ents)
+}
+
+// Receive takes exactly one TCP socket; anything else a jailed program
+// sends is refused and every descriptor it carried is closed.
+func TestReceiveRefuses(t *testing.T) {
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	udp, _ := net.ListenPacket("udp", "127.0.0.1:0")
+	defer udp.Close()
+	uf, _ := udp.(*net.UDPConn).File()
+	defer uf.Close()
+	ul, _ := net.Listen("unix", socketPath(t))
+	defer ul.Close()
+	unixFile, _ := ul.(*net.UnixListener).File()
+	defer unixFile.Close()
+	tl, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer tl.Close()
+	tc, _ := net.Dial("tcp", tl.Addr().String())
+	defer tc.Close()
+	tf, _ := tc.(*net.TCPConn).File()
+	defer tf.Close()
+
+	for _, c := range []struct {
+		name string
+		data []byte
+		fds  []int
+		want string
+	}{
+		{"no descriptor", []byte{Magic}, nil, "0 descriptors"},
+		{"two descriptors", []byte{Magic}, []int{int(tf.Fd()), int(tf.Fd())}, "2 descriptors"},
+		{"a pipe", []byte{Magic}, []int{int(pr.Fd())}, "not a"},
+		{"a UDP socket", []byte{Magic}, []int{int(uf.Fd())}, "not a stream socket"},
+		{"a unix socket", []byte{Magic}, []int{int(unixFile.Fd())}, "not a TCP socket"},
+		{"wrong magic", []byte{'X'}, []int{int(tf.Fd())}, "not a relay message"},
+		{"too many to hold", []byte{Magic}, []int{int(tf.Fd()), int(tf.Fd()), int(tf.Fd()), int(tf.Fd()), int(tf.Fd()), int(tf.Fd())}, "too many"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, err := socketPair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			defer b.Close()
+			before := openFDs(t)
+			var oob []byte
+			if len(c.fds) > 0 {
+				oob = unix.UnixRights(c.fds...)
+			}
+			if _, _, err := a.WriteMsgUnix(c.data, oob, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Receive(b)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				if got != nil {
+					got.Close()
+				}
+				t.Fatalf("Receive = %v; want %q", err, c.want)
+			}
+			if after := openFDs(t); after != before {
+				t.Fatalf("%d descriptors open after, %d before: a received one was kept", after, before)
+			}
+		})
 	}
+}
+
+func socketPair() (*net.UnixConn, *net.UnixConn, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	conv := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "pair")
+		defer f.Close()
+		c, _ := net.FileConn(f)
+		return c.(*net.UnixConn)
+	}
+	return conv(fds[0]), conv(fds[1]), nil
 }
 
 // What runs in the jail links no policy, credential or proxy code: the
