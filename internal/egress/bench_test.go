@@ -91,6 +91,40 @@ func sink(b *testing.B) net.Listener {
 	return l
 }
 
+// paired runs direct and proxy alternately, n times each, so that a change
+// in the machine's load falls on both, and reports the medians and the
+// median of the pairwise ratios (proxy time / direct time).
+func paired(b *testing.B, n int, direct, proxied func()) (med [2]time.Duration, ratio float64) {
+	var times [2][]time.Duration
+	var ratios []float64
+	for range n {
+		var pair [2]time.Duration
+		for i, f := range []func(){direct, proxied} {
+			t0 := time.Now()
+			f()
+			pair[i] = time.Since(t0)
+			times[i] = append(times[i], pair[i])
+		}
+		ratios = append(ratios, float64(pair[1])/float64(pair[0]))
+	}
+	for i := range times {
+		slices.Sort(times[i])
+		med[i] = times[i][len(times[i])/2]
+	}
+	slices.Sort(ratios)
+	return med, ratios[len(ratios)/2]
+}
+
+func reportTransfer(b *testing.B, med [2]time.Duration, ratio float64) {
+	mbps := func(d time.Duration) float64 { return float64(transferSize) / 1e6 / d.Seconds() }
+	b.ReportMetric(mbps(med[0]), "direct-MB/s")
+	b.ReportMetric(mbps(med[1]), "proxy-MB/s")
+	b.ReportMetric(1/ratio, "throughput-ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkTransfer is a 100 MB download over raw TCP: through CONNECT
+// (opaque) and straight, alternately.
 func BenchmarkTransfer(b *testing.B) {
 	l := sink(b)
 	bp := startBench(b, l)
@@ -102,22 +136,16 @@ func BenchmarkTransfer(b *testing.B) {
 			b.Fatalf("read %d bytes: %v", n, err)
 		}
 	}
-	b.Run("direct", func(b *testing.B) {
-		b.SetBytes(transferSize)
-		for b.Loop() {
+	for b.Loop() {
+		med, ratio := paired(b, 7, func() {
 			c, err := net.Dial("tcp", bp.origin)
 			if err != nil {
 				b.Fatal(err)
 			}
 			read(c)
-		}
-	})
-	b.Run("proxy", func(b *testing.B) {
-		b.SetBytes(transferSize)
-		for b.Loop() {
-			read(bp.tunnel(b))
-		}
-	})
+		}, func() { read(bp.tunnel(b)) })
+		reportTransfer(b, med, ratio)
+	}
 }
 
 // BenchmarkTransferHTTPS is the same 100 MB as an HTTPS download: TLS on
@@ -159,26 +187,19 @@ func BenchmarkTransferHTTPS(b *testing.B) {
 			b.Fatalf("read %d", n)
 		}
 	}
-	b.Run("direct", func(b *testing.B) {
-		c := client(func() (net.Conn, error) { return net.Dial("tcp", bp.origin) })
-		b.SetBytes(transferSize)
-		for b.Loop() {
-			get(c)
-		}
-	})
-	b.Run("proxy", func(b *testing.B) {
-		c := client(func() (net.Conn, error) { return bp.tunnel(b), nil })
-		b.SetBytes(transferSize)
-		for b.Loop() {
-			get(c)
-		}
-	})
+	direct := client(func() (net.Conn, error) { return net.Dial("tcp", bp.origin) })
+	proxied := client(func() (net.Conn, error) { return bp.tunnel(b), nil })
+	for b.Loop() {
+		med, ratio := paired(b, 7, func() { get(direct) }, func() { get(proxied) })
+		reportTransfer(b, med, ratio)
+	}
 }
 
 // BenchmarkNewConnection is 1,000 small requests, each on a new
-// connection: plain HTTP (absolute-form through the proxy) and HTTPS
-// (CONNECT, then a TLS handshake with the origin). It reports the median
-// time per request; the proxy's added latency is the difference.
+// connection, direct and through the proxy alternately: plain HTTP
+// (absolute-form through the proxy) and HTTPS (CONNECT, then a TLS
+// handshake with the origin). It reports the median time per request each
+// way; the proxy's added latency is the difference.
 func BenchmarkNewConnection(b *testing.B) {
 	plain := startOrigin(b, "tcp", "127.0.0.1:0")
 	secure := startOrigin(b, "tcp", "127.0.0.1:0", "allowed.test")
@@ -191,6 +212,7 @@ func BenchmarkNewConnection(b *testing.B) {
 		bp := startBench(b, l)
 		l.Close()
 		port := int(tc.o.port())
+		bp.port = port
 		req := fmt.Sprintf("GET / HTTP/1.1\r\nHost: allowed.test:%d\r\nConnection: close\r\n\r\n", port)
 		proxyReq := fmt.Sprintf("GET http://allowed.test:%d/ HTTP/1.1\r\nHost: allowed.test:%d\r\nConnection: close\r\n\r\n", port, port)
 		once := func(c net.Conn, request string) {
@@ -209,41 +231,30 @@ func BenchmarkNewConnection(b *testing.B) {
 			io.Copy(io.Discard, resp.Body)
 			c.Close()
 		}
-		run := func(b *testing.B, one func()) {
-			var times []time.Duration
+		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				for range 1000 {
-					t0 := time.Now()
-					one()
-					times = append(times, time.Since(t0))
-				}
+				med, _ := paired(b, 1000, func() {
+					c, err := net.Dial("tcp", tc.o.addr.String())
+					if err != nil {
+						b.Fatal(err)
+					}
+					once(c, req)
+				}, func() {
+					if tc.https {
+						once(bp.tunnel(b), req)
+						return
+					}
+					c, err := net.Dial("tcp", bp.relayAddr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					once(c, proxyReq)
+				})
+				b.ReportMetric(float64(med[0].Microseconds()), "direct-µs/req")
+				b.ReportMetric(float64(med[1].Microseconds()), "proxy-µs/req")
+				b.ReportMetric(float64((med[1] - med[0]).Microseconds()), "added-µs/req")
+				b.ReportMetric(0, "ns/op")
 			}
-			slices.Sort(times)
-			b.ReportMetric(float64(times[len(times)/2].Microseconds()), "median-µs/req")
-			b.ReportMetric(0, "ns/op")
-		}
-		b.Run(tc.name+"/direct", func(b *testing.B) {
-			run(b, func() {
-				c, err := net.Dial("tcp", tc.o.addr.String())
-				if err != nil {
-					b.Fatal(err)
-				}
-				once(c, req)
-			})
-		})
-		b.Run(tc.name+"/proxy", func(b *testing.B) {
-			run(b, func() {
-				if tc.https {
-					bp.port = port
-					once(bp.tunnel(b), req)
-					return
-				}
-				c, err := net.Dial("tcp", bp.relayAddr)
-				if err != nil {
-					b.Fatal(err)
-				}
-				once(c, proxyReq)
-			})
 		})
 	}
 }
