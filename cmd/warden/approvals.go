@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -14,53 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
-	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
 )
-
-func init() { commands = append(commands, newApprovalsCmd) }
 
 // dbFlag adds --db to cmd: the approvals database, default $WARDEN_DB or
 // $XDG_STATE_HOME/warden/warden.db.
 func dbFlag(cmd *cobra.Command) *string {
 	return cmd.PersistentFlags().String("db", "", "approvals and audit database (default $WARDEN_DB, else $XDG_STATE_HOME/warden/warden.db)")
-}
-
-func openApprovalStore(db string) (*store.SQLite, error) {
-	if db == "" {
-		var err error
-		if db, err = store.DefaultPath(); err != nil {
-			return nil, err
-		}
-	}
-	return store.OpenSQLite(db, nil)
-}
-
-// newApprovalBroker builds the approval broker for cfg on the store st: the
-// terminal prompt when stdin and stderr are a terminal, the configured
-// channels, the supervisors. close releases the channels; st stays open.
-func newApprovalBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
-	o, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
-	if err != nil {
-		return nil, nil, err
-	}
-	o.Store, o.Logger = st, log
-	o.GrantMax = approval.GrantMax(&cfg.Security.Approval)
-	if mirror != nil {
-		o.Audit = mirror
-	}
-	if approval.IsTerminal(os.Stdin, os.Stderr) {
-		o.Prompt = approval.NewTerminal(os.Stdin, os.Stderr)
-	}
-	b, err := approval.New(ctx, o)
-	if err != nil {
-		closeChannels()
-		return nil, nil, err
-	}
-	approval.Listen(b, o.Channels) // Telegram answers, while this process waits
-	return b, func() { _ = closeChannels() }, nil
 }
 
 func newApprovalsCmd(g *globalFlags) *cobra.Command {
@@ -91,7 +51,7 @@ supervisor's bearer token instead).`,
 				}
 				f.State = st
 			}
-			st, err := openApprovalStore(*db)
+			st, err := app.OpenStore(*db)
 			if err != nil {
 				return err
 			}
@@ -104,7 +64,7 @@ supervisor's bearer token instead).`,
 				if l == nil {
 					l = []*store.Approval{}
 				}
-				return writeJSONOut(c.OutOrStdout(), l)
+				return writeJSON(c.OutOrStdout(), l)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tCREATED\tDECIDED_BY\tARGUMENTS")
@@ -122,7 +82,7 @@ supervisor's bearer token instead).`,
 		Short: "Show one approval request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := openApprovalStore(*db)
+			st, err := app.OpenStore(*db)
 			if err != nil {
 				return err
 			}
@@ -132,7 +92,7 @@ supervisor's bearer token instead).`,
 				return err
 			}
 			if g.json {
-				return writeJSONOut(c.OutOrStdout(), a)
+				return writeJSON(c.OutOrStdout(), a)
 			}
 			w := c.OutOrStdout()
 			p := func(k, v string) {
@@ -173,7 +133,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 		as = os.Getenv("WARDEN_SUPERVISOR")
 	}
 	log := newLogger(c.ErrOrStderr())
-	cfg, err := loadApprovalConfig(g, log)
+	cfg, err := loadConfig(g, log)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -184,7 +144,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 	if !slices.Contains(sups, as) {
 		return nil, "", nil, fmt.Errorf("%q is not a configured supervisor (configured: %s)", as, listOrNone(sups))
 	}
-	st, err := openApprovalStore(db)
+	st, err := app.OpenStore(db)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -204,7 +164,7 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 		Short: "List active grants (calls allowed without asking, per session, until they expire)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := openApprovalStore(*db)
+			st, err := app.OpenStore(*db)
 			if err != nil {
 				return err
 			}
@@ -220,7 +180,7 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 				if l == nil {
 					l = []*store.Grant{}
 				}
-				return writeJSONOut(c.OutOrStdout(), l)
+				return writeJSON(c.OutOrStdout(), l)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "GRANT\tSTATE\tTOOL\tSESSION\tBY\tEXPIRES\tUSES\tARGUMENTS")
@@ -263,7 +223,7 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 				return err
 			}
 			if g.json {
-				return writeJSONOut(c.OutOrStdout(), gr)
+				return writeJSON(c.OutOrStdout(), gr)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "grant %s revoked by %s\n", gr.ID, gr.RevokedBy)
 			return nil
@@ -305,9 +265,9 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			}
 			if g.json {
 				if gr != nil {
-					return writeJSONOut(c.OutOrStdout(), map[string]any{"approval": a, "grant": gr})
+					return writeJSON(c.OutOrStdout(), map[string]any{"approval": a, "grant": gr})
 				}
-				return writeJSONOut(c.OutOrStdout(), a)
+				return writeJSON(c.OutOrStdout(), a)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
 			if gr != nil {
@@ -325,10 +285,9 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 	return c
 }
 
-// loadApprovalConfig loads the effective configuration for the approval
-// commands.
-func loadApprovalConfig(g *globalFlags, log *slog.Logger) (*config.Config, error) {
-	return loadConfig(g, setupOptions{}, log)
+// loadConfig loads the effective configuration of the global flags.
+func loadConfig(g *globalFlags, log *slog.Logger) (*config.Config, error) {
+	return app.LoadConfig(g.app(false, false), log)
 }
 
 func listOrNone(ids []string) string {
@@ -336,10 +295,4 @@ func listOrNone(ids []string) string {
 		return "none"
 	}
 	return strings.Join(ids, ", ")
-}
-
-func writeJSONOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
@@ -31,12 +32,12 @@ func TestApprovalsChild(t *testing.T) {
 	cfg := config.Default()
 	cfg.Security.Approval.NotifyChannel = "api"
 	cfg.Security.Approval.Supervisors = []config.Supervisor{{ID: "alice"}}
-	st, err := openApprovalStore(db)
+	st, err := app.OpenStore(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	b, closeFn, err := newApprovalBroker(context.Background(), cfg, st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b, closeFn, err := app.TerminalApprover(context.Background(), cfg, st, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestApprovalsGrantCLI(t *testing.T) {
 		"supervisors = [{id = \"alice\", token_env = \"ALICE_TOKEN\"}, {id = \"bob\", token_env = \"BOB_TOKEN\"}]\n"), 0o600)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Setenv("WARDEN_SUPERVISOR", "")
-	st, err := openApprovalStore(db)
+	st, err := app.OpenStore(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/store"
 )
-
-func init() { commands = append(commands, newAuditCmd) }
 
 func newAuditCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
@@ -40,7 +40,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if last < 1 {
 				return usageErr("--last must be at least 1")
 			}
-			st, err := openApprovalStore(*db)
+			st, err := app.OpenStore(*db)
 			if err != nil {
 				return err
 			}
@@ -54,7 +54,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 				Tool            string          `json:"tool"`
 				Arguments       json.RawMessage `json:"arguments,omitempty"`
 				SessionID       string          `json:"session_id"`
-				Decision        string          `json:"decision"`
+				Decision        audit.Decision  `json:"decision"`
 				DecidedBy       string          `json:"decided_by"`
 				DecidedAt       time.Time       `json:"decided_at"`
 				Reason          string          `json:"reason"`
@@ -72,7 +72,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 				out = append(out, e)
 			}
 			if format == "json" {
-				return writeJSONOut(c.OutOrStdout(), out)
+				return writeJSON(c.OutOrStdout(), out)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "DECIDED_AT\tREQUEST_ID\tTOOL\tDECISION\tDECIDED_BY\tREASON")
@@ -93,14 +93,13 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		Short: "The last audit rows as JSON lines (--follow for new ones)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := openApprovalStore(*db)
+			st, err := app.OpenStore(*db)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			enc := json.NewEncoder(c.OutOrStdout())
 			f := store.AuditFilter{Last: n}
 			for {
 				rows, err := st.Audit(ctx, f)
@@ -111,7 +110,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 					return err
 				}
 				for _, r := range rows {
-					if err := enc.Encode(r); err != nil {
+					if err := writeJSONLine(c.OutOrStdout(), r); err != nil {
 						return err
 					}
 					f.After = r.ID
@@ -136,7 +135,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		Short: "Check the audit hash chain; name the first broken row (exit 1)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := openApprovalStore(*db)
+			st, err := app.OpenStore(*db)
 			if err != nil {
 				return err
 			}
@@ -145,7 +144,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			var ce *store.ChainError
 			if errors.As(err, &ce) {
 				if g.json {
-					writeJSONOut(c.OutOrStdout(), map[string]any{"ok": false, "verified_rows": rows, "broken_row": ce.Row, "why": ce.Why})
+					writeJSON(c.OutOrStdout(), map[string]any{"ok": false, "verified_rows": rows, "broken_row": ce.Row, "why": ce.Why})
 				}
 				return fmt.Errorf("%w (the %d rows before it verify)", ce, rows)
 			}
@@ -153,7 +152,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if g.json {
-				return writeJSONOut(c.OutOrStdout(), map[string]any{"ok": true, "rows": rows, "head": head})
+				return writeJSON(c.OutOrStdout(), map[string]any{"ok": true, "rows": rows, "head": head})
 			}
 			fmt.Fprintf(c.OutOrStdout(), "audit chain intact: %d rows, head %s\n", rows, head)
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/wardenhq/warden/internal/config"
 )
-
-func init() { commands = append(commands, newConfigCmd) }
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
@@ -33,7 +30,7 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				fmt.Fprintf(c.ErrOrStderr(), "warden: %s\n", w)
 			}
 			if g.json {
-				return writeConfigJSON(c.OutOrStdout(), struct {
+				return writeJSON(c.OutOrStdout(), struct {
 					Config   *config.Config    `json:"config"`
 					Origin   map[string]string `json:"origin"`
 					Warnings []string          `json:"warnings"`
@@ -114,7 +111,7 @@ func reportCheck(stdout, stderr io.Writer, asJSON bool, err error) error {
 				out.Errors = append(out.Errors, item{e.File, e.Line, e.Col, e.Key, e.Value, e.Msg, e.Error()})
 			}
 		}
-		if werr := writeConfigJSON(stdout, out); werr != nil {
+		if werr := writeJSON(stdout, out); werr != nil {
 			return werr
 		}
 	} else if errs == nil {
@@ -129,12 +126,6 @@ func reportCheck(stdout, stderr io.Writer, asJSON bool, err error) error {
 		return silentExit(exitFailed)
 	}
 	return nil
-}
-
-func writeConfigJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func nonNilStrings(s []string) []string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/wardenhq/warden/internal/sandbox"
 )
-
-func init() { commands = append(commands, newDoctorCmd) }
 
 // newDoctorCmd is `warden doctor`: what this host supports for the sandbox
 // and what a sandboxed workspace would run without. It exits 1 when no jail
@@ -25,9 +22,7 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 			r := sandbox.Probe(cmd.Context(), "")
 			out := cmd.OutOrStdout()
 			if g.json {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(r); err != nil {
+				if err := writeJSON(out, r); err != nil {
 					return err
 				}
 			} else {

@@ -14,12 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/command"
-	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/sandbox"
 )
-
-func init() { commands = append(commands, newExecCmd) }
 
 // newExecCmd is `warden exec -- CMD ARGS…`: one command in the workspace's
 // jail, exiting with its status: in the worker of a warden serve that holds
@@ -46,15 +44,13 @@ Output (stdout and stderr, interleaved) goes to stdout.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			opts, err := sandboxOptions(g, cmd.ErrOrStderr())
+			opts, err := app.SandboxOptions(g.app(false, false), newLogger(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}
 			if opts == nil {
-				return &hintErr{
-					err:  errors.New("this workspace has no [sandbox] section, so there is no jail to run in"),
-					hint: "add [sandbox] with enabled = true to the workspace's warden.toml, or run the command directly",
-				}
+				return withHint(errors.New("this workspace has no [sandbox] section, so there is no jail to run in"),
+					"add [sandbox] with enabled = true to the workspace's warden.toml, or run the command directly")
 			}
 			res, err := execInJail(ctx, opts, command.Spec{Argv: args, Timeout: timeout}, verbose, cmd.ErrOrStderr())
 			if err != nil {
@@ -112,44 +108,4 @@ func execInJail(ctx context.Context, opts *sandbox.Options, spec command.Spec, v
 	}
 	defer w.Close()
 	return w.Runner().Run(ctx, spec)
-}
-
-// hintErr is an error with a hint line.
-type hintErr struct {
-	err  error
-	hint string
-}
-
-func (e *hintErr) Error() string { return e.err.Error() }
-func (e *hintErr) Unwrap() error { return e.err }
-func (e *hintErr) Hint() string  { return e.hint }
-
-// sandboxOptions loads the configuration and returns the sandbox options of
-// the workspace, or nil when it has no [sandbox] section.
-func sandboxOptions(g *globalFlags, stderr io.Writer) (*sandbox.Options, error) {
-	log := newLogger(stderr)
-	cfg, err := loadConfig(g, setupOptions{}, log)
-	if err != nil {
-		return nil, err
-	}
-	if !sandbox.Enabled(cfg.Sandbox) {
-		return nil, nil
-	}
-	return jailOptions(cfg, workspaceDir(g, cfg), log), nil
-}
-
-// jailOptions are the sandbox options of the workspace dir under cfg. An
-// invalid [sandbox] section is said loudly: it runs in lockdown.
-func jailOptions(cfg *config.Config, dir string, log *slog.Logger) *sandbox.Options {
-	if cfg.Sandbox.Invalid != "" {
-		log.Error("the [sandbox] section is invalid; running in lockdown (no network, read-only workspace)", "why", cfg.Sandbox.Invalid)
-	}
-	return &sandbox.Options{
-		Workspace:    dir,
-		Sandbox:      cfg.Sandbox,
-		Mask:         cfg.Security.Mask,
-		Protected:    cfg.Security.Protected,
-		EnvAllowlist: cfg.Commands.EnvAllowlist,
-		Logger:       log,
-	}
 }

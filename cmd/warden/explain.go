@@ -8,11 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/shellpolicy"
 	"github.com/wardenhq/warden/internal/tools"
 )
-
-func init() { commands = append(commands, newExplainCmd) }
 
 type explainOutput struct {
 	Command  string `json:"command"`
@@ -53,34 +52,34 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			if tool != "" && !json.Valid(raw) {
 				return usageErr("--args is not valid JSON: %s", toolArgs)
 			}
-			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), setupOptions{agent: agent})
+			a, err := app.New(cmd.Context(), app.Options{Flags: g.app(false, false), Agent: agent, Logger: newLogger(cmd.ErrOrStderr())})
 			if err != nil {
 				return configErrors(cmd.ErrOrStderr(), err)
 			}
 			defer a.Close()
 			w := cmd.OutOrStdout()
 			if tool != "" {
-				x := a.engine.Explain(tool, raw)
+				x := a.Engine().Explain(tool, raw)
 				if g.json {
 					return writeJSON(w, x)
 				}
 				fmt.Fprintf(w, "tool:     %s\ndecision: %s (mode %s)\nstage:    %s\nrule:     %s\nwhy:      %s\n",
-					x.Tool, x.Decision, a.cfg.Security.ConfirmMode, x.Stage, x.Rule, x.Reason)
+					x.Tool, x.Decision, a.Config().Security.ConfirmMode, x.Stage, x.Rule, x.Reason)
 				if x.Risk != "" {
 					fmt.Fprintf(w, "risk:\n%s\n", x.Risk)
 				}
 				return nil
 			}
 			line := strings.Join(args, " ")
-			opts, err := tools.JudgeOptions(a.cfg)
+			opts, err := tools.JudgeOptions(a.Config())
 			if err != nil {
 				return err
 			}
 			v := shellpolicy.Judge(line, opts)
 			cmdArgs, _ := json.Marshal(map[string]string{"command": line})
-			x := a.engine.Explain("run_command", cmdArgs)
+			x := a.Engine().Explain("run_command", cmdArgs)
 			out := explainOutput{
-				Command: line, Mode: a.cfg.Security.ConfirmMode, Decision: x.Decision,
+				Command: line, Mode: a.Config().Security.ConfirmMode, Decision: x.Decision,
 				DecidedBy: x.Rule, Why: x.Reason,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
 				ParseError: v.ParseError, Commands: v.Commands,
@@ -99,12 +98,6 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	c.Flags().StringVar(&toolArgs, "args", "{}", "the tool call's arguments as a JSON object (with --tool)")
 	c.Flags().StringVar(&agent, "agent", "", "the agent whose tool set and mode apply")
 	return c
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func printExplain(w io.Writer, o *explainOutput) {

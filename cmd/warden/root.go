@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/app"
 )
 
 // Exit codes (a contract scripts depend on).
@@ -26,25 +30,28 @@ type globalFlags struct {
 	logFile   string
 }
 
-// exitError carries an exit code out of a cobra command.
-type exitError struct {
-	code int
-	err  error
+// app returns the flags that shape the configuration, with a command's
+// own --no-commands and --dry-run.
+func (g *globalFlags) app(noCommands, dryRun bool) app.Flags {
+	return app.Flags{Workspace: g.workspace, ConfigFile: g.config, Mode: g.mode, LogFile: g.logFile,
+		NoCommands: noCommands, DryRun: dryRun}
 }
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
+// commands are warden's subcommands (help lists them sorted).
+var commands = []func(*globalFlags) *cobra.Command{
+	newServeCmd,
+	newMCPCmd,
+	newRunCmd,
+	newExecCmd,
+	newToolCmd,
+	newExplainCmd,
+	newApprovalsCmd,
+	newAuditCmd,
+	newConfigCmd,
+	newSandboxCmd,
+	newDoctorCmd,
+	newWorkerCmd,
 }
-
-func usageErr(format string, a ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
-}
-
-// silentExit ends the command with code after it has printed its own output.
-func silentExit(code int) error { return &exitError{code: code} }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globalFlags{}
@@ -71,9 +78,6 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// commands lists the subcommand constructors; each lives in its own file.
-var commands []func(*globalFlags) *cobra.Command
-
 func run(args []string) int {
 	root := newRootCmd(os.Stdout, os.Stderr)
 	root.SetArgs(args)
@@ -89,12 +93,50 @@ func run(args []string) int {
 		return ee.code
 	}
 	printError(os.Stderr, err)
-	if isUsage(err) {
+	var ue *app.UsageError
+	if errors.As(err, &ue) || isUsage(err) {
 		return exitUsage
 	}
 	return exitFailed
 }
 
+// exitError carries an exit code out of a cobra command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// silentExit ends the command with code after it has printed its own output.
+func silentExit(code int) error { return &exitError{code: code} }
+
+// hintError is an error with a hint: what the user can do about it,
+// printed on a line of its own after the error.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (h *hintError) Error() string { return h.err.Error() }
+func (h *hintError) Unwrap() error { return h.err }
+func (h *hintError) Hint() string  { return h.hint }
+
+func withHint(err error, hint string) error { return &hintError{err, hint} }
+
+// printError prints "warden: error: …", then "warden: hint: …" when the
+// error (or one it wraps, like sandbox's) carries a hint.
 func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "warden: error: %v\n", err)
 	var h interface{ Hint() string }
@@ -112,4 +154,34 @@ func isUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// writeJSON writes v as indented JSON: every --json output. Text is
+// written as is (no \u003c for <): it is read by people and programs, not
+// embedded in HTML.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeJSONLine writes v as one line of JSON: a ToolResult, an audit row.
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// newLogger writes human logs to stderr: warnings and errors, or more with
+// WARDEN_LOG=info|debug.
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	switch os.Getenv("WARDEN_LOG") {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,14 +15,13 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wardenhq/warden/internal/agent"
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/llm"
 	"github.com/wardenhq/warden/internal/policy"
 )
-
-func init() { commands = append(commands, newRunCmd) }
 
 // exitNow ends the process at once (the second interrupt).
 var exitNow = os.Exit
@@ -88,13 +86,14 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 		return usageErr("--timeout %v: want seconds, 0 for none", f.timeout)
 	}
 	ctx := cmd.Context()
-	session := newSessionID("run")
-	a, err := newApp(ctx, g, stderr, setupOptions{dryRun: f.dryRun, agent: f.agent, session: session})
+	session := app.NewSessionID("run")
+	a, err := app.New(ctx, app.Options{Flags: g.app(false, f.dryRun), Agent: f.agent, Session: session, Logger: newLogger(stderr)})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	ag, err := policy.LookupAgent(a.cfg, f.agent)
+	cfg, log := a.Config(), a.Log()
+	ag, err := policy.LookupAgent(cfg, f.agent)
 	if err != nil {
 		return usageErr("--agent: %v", err)
 	}
@@ -106,27 +105,27 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 		maxSteps = policy.BuiltinAgents["build"].MaxSteps
 	}
 
-	model, err := llm.FromConfig(a.cfg.LLM, f.model, os.LookupEnv, a.log)
+	model, err := llm.FromConfig(cfg.LLM, f.model, os.LookupEnv, log)
 	if err != nil {
 		return withHint(err, "set [llm] base_url and model in ~/.config/warden/warden.toml, and api_key_env to the name of the variable that holds the key")
 	}
-	prices := llm.Prices(a.cfg.LLM.Prices)
+	prices := llm.Prices(cfg.LLM.Prices)
 	if _, ok := prices.Cost(model.Model(), llm.Usage{}); !ok {
 		if f.budget > 0 {
 			return withHint(fmt.Errorf("--budget needs the price of model %q, and [llm.prices] has none", model.Model()),
 				fmt.Sprintf("add [llm.prices.%q] with input and output in USD per million tokens", model.Model()))
 		}
-		a.log.Info("no price for the model: cost is not tracked", "model", model.Model())
+		log.Info("no price for the model: cost is not tracked", "model", model.Model())
 	}
-	mode := policy.EffectiveMode(a.cfg, ag)
-	if mode == config.ModeYolo && !a.cfg.Commands.AllowedOnly && !f.dryRun {
+	mode := policy.EffectiveMode(cfg, ag)
+	if mode == config.ModeYolo && !cfg.Commands.AllowedOnly && !f.dryRun {
 		fmt.Fprintln(stderr, "warden: warning: yolo mode runs every command the blocklist does not stop, without asking; set commands.allowed_only = true to refuse dangerous ones")
 	}
 
-	sink := a.audit
+	sink := a.Audit()
 
 	stop, release := handleSignals(stderr, func(code int) {
-		rec := audit.Record{Time: time.Now().UTC(), Event: "stop", Session: session, Agent: f.agent, Workspace: a.root.Dir(),
+		rec := audit.Record{Time: time.Now().UTC(), Event: "stop", Session: session, Agent: f.agent, Workspace: a.Workspace(),
 			Reason: string(agent.StopInterrupted), Error: "interrupted twice: exited at once"}
 		_ = sink.Write(context.Background(), &rec)
 		exitNow(code)
@@ -135,16 +134,14 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 
 	prog := newProgress(stderr)
 	res := agent.Run(ctx, task, agent.Options{
-		Model: model, Engine: a.engine, ModelName: model.Model(), Prices: prices,
-		Agent: f.agent, Session: session, Workspace: a.root.Dir(),
+		Model: model, Engine: a.Engine(), ModelName: model.Model(), Prices: prices,
+		Agent: f.agent, Session: session, Workspace: a.Workspace(),
 		MaxSteps: maxSteps, Budget: f.budget, StepTimeout: time.Duration(f.timeout * float64(time.Second)),
-		Stop: stop, Audit: sink, Observe: prog.event, Log: a.log,
+		Stop: stop, Audit: sink, Observe: prog.event, Log: log,
 	})
 
 	if g.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSONLine(stdout, res); err != nil {
 			return err
 		}
 	} else if res.Answer != "" {
@@ -288,15 +285,3 @@ func kilo(n int64) string {
 	}
 	return fmt.Sprintf("%.1fk", float64(n)/1000)
 }
-
-// hinted is an error with a hint for the user.
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (h *hinted) Error() string { return h.err.Error() }
-func (h *hinted) Unwrap() error { return h.err }
-func (h *hinted) Hint() string  { return h.hint }
-
-func withHint(err error, hint string) error { return &hinted{err, hint} }

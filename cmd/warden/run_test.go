@@ -33,7 +33,7 @@ type runEnv struct {
 func newRunEnv(t *testing.T, extraConfig string, turns ...llmtest.Turn) *runEnv {
 	t.Helper()
 	if _, err := exec.LookPath("warden"); err != nil {
-		t.Skip("warden is not on PATH (run through go test)")
+		t.Fatalf("warden is not on PATH, where testscript.Main puts it: %v", err)
 	}
 	e := &runEnv{t: t, dir: t.TempDir(), srv: llmtest.New(turns...)}
 	t.Cleanup(e.srv.Close)
@@ -95,6 +95,8 @@ func (e *runEnv) run(args ...string) runOut {
 	return runOut{out.String(), errb.String(), code}
 }
 
+// runJSON is the whole contract of `warden run --json`: decodeRun refuses
+// any other field.
 type runJSON struct {
 	Answer     string  `json:"answer"`
 	StopReason string  `json:"stop_reason"`
@@ -103,19 +105,25 @@ type runJSON struct {
 	Tokens     struct {
 		Input, Output, Total int64
 	} `json:"tokens"`
+	Detail string `json:"detail"`
 }
 
+// decodeRun reads stdout as exactly one JSON object with the fields of
+// runJSON, the required ones present.
 func decodeRun(t *testing.T, stdout string) runJSON {
 	t.Helper()
 	var r runJSON
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("stdout is not one object of the --json contract: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Fatalf("stdout has more than one JSON value:\n%s", stdout)
+	}
 	var raw map[string]any
 	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
-	}
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatal(err)
 	}
 	for _, k := range []string{"answer", "stop_reason", "steps", "cost", "tokens"} {
 		if _, ok := raw[k]; !ok {

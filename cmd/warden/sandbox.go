@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/sandbox"
 )
-
-func init() { commands = append(commands, newSandboxCmd) }
 
 func newSandboxCmd(g *globalFlags) *cobra.Command {
 	c := &cobra.Command{Use: "sandbox", Short: "Inspect the workspace sandbox"}
@@ -29,7 +27,7 @@ Landlock, worker pid, uptime and masked paths. A served workspace has no
 worker until its first use, and none again after its idle timeout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := sandboxOptions(g, cmd.ErrOrStderr())
+			opts, err := app.SandboxOptions(g.app(false, false), newLogger(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}
@@ -96,9 +94,7 @@ func servedWorkers(ctx context.Context, log *slog.Logger) ([]sandbox.ServeStatus
 
 func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return writeJSON(w, st)
 	}
 	if !st.Sandboxed {
 		fmt.Fprintln(w, "sandbox: off (the workspace has no [sandbox] section)")
@@ -135,26 +131,4 @@ func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 		}
 	}
 	return nil
-}
-
-// serveControl offers the sandboxed workspaces of apps to the user's other
-// warden processes (warden exec, warden sandbox status) until the returned
-// function is called. Without it they build jails of their own, so a
-// failure is a warning, not the end of the server.
-func serveControl(apps []*app, log *slog.Logger) func() {
-	var targets []sandbox.ControlTarget
-	for _, a := range apps {
-		if a.jail != nil {
-			targets = append(targets, sandbox.ControlTarget{Options: a.jailOpts, Manager: a.jail})
-		}
-	}
-	if len(targets) == 0 {
-		return func() {}
-	}
-	cs, err := sandbox.ListenControl("", targets, log)
-	if err != nil {
-		log.Warn("warden exec and warden sandbox status cannot reach this server's workers", "error", err)
-		return func() {}
-	}
-	return func() { cs.Close() }
 }

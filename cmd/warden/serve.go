@@ -1,28 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/internal/approval"
-	"github.com/wardenhq/warden/internal/mcp"
+	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/server"
 )
-
-func init() { commands = append(commands, newServeCmd) }
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var addr, cert, key string
@@ -53,8 +43,13 @@ from Telegram (long polling: no public URL needed).`,
 		if err := server.CheckAddr(addr, cert != "", insecurePublic); err != nil {
 			return usageErr("%v", err)
 		}
-		log := newLogger(c.ErrOrStderr())
-		cfg, err := loadApprovalConfig(g, log)
+		workspaces, err := parseMCPWorkspaces(mcpWorkspaces)
+		if err != nil {
+			return err
+		}
+		stderr := c.ErrOrStderr()
+		log := newLogger(stderr)
+		cfg, err := loadConfig(g, log)
 		if err != nil {
 			return err
 		}
@@ -62,31 +57,26 @@ from Telegram (long polling: no public URL needed).`,
 		if len(missing) > 0 {
 			log.Warn("supervisors without an API token cannot use the API", "supervisors", strings.Join(missing, ", "))
 		}
-		st, err := openApprovalStore(*db)
+		st, err := app.OpenStore(*db)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
 		// Channels that take answers (Telegram) poll here and decide
 		// through this broker; their chats are supervisors too.
-		co, closeChannels, err := approval.FromConfig(cfg, &approval.ConfigOptions{Logger: log})
+		b, closeChannels, err := app.DecidingBroker(c.Context(), cfg, st, log)
 		if err != nil {
 			return err
 		}
 		defer closeChannels()
-		b, err := approval.New(c.Context(), approval.Options{Store: st, Supervisors: co.Supervisors, Logger: log,
-			GrantMax: approval.GrantMax(&cfg.Security.Approval)})
-		if err != nil {
-			return err
-		}
-		approval.Listen(b, co.Channels)
 		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log})
 		if err != nil {
 			return err
 		}
 		handler := api.Handler()
-		if len(mcpWorkspaces) > 0 {
-			mh, closeMCP, err := mcpHTTP(c.Context(), g, mcpWorkspaces, *db, b, c.ErrOrStderr(), log)
+		if len(workspaces) > 0 {
+			base := app.Options{Flags: g.app(false, false), DB: *db, Logger: log}
+			mh, closeMCP, err := app.MCPHandler(c.Context(), base, workspaces, b)
 			if err != nil {
 				api.Close()
 				return err
@@ -97,48 +87,16 @@ from Telegram (long polling: no public URL needed).`,
 			mux.Handle("/", handler)
 			handler = mux
 		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			api.Close()
-			return fmt.Errorf("failed to listen on %s: %w", addr, err)
-		}
-		srv := &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    16 << 10,
-		}
-		srv.RegisterOnShutdown(api.Close)
 		ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		scheme := "http"
-		if cert != "" {
-			scheme = "https"
-		}
-		fmt.Fprintf(c.ErrOrStderr(), "warden: serving approvals on %s://%s (database %s)\n", scheme, ln.Addr(), st.Path())
-		errc := make(chan error, 1)
-		go func() {
-			if cert != "" {
-				errc <- srv.ServeTLS(ln, cert, key)
-			} else {
-				errc <- srv.Serve(ln)
-			}
-		}()
-		select {
-		case err := <-errc:
-			api.Close()
-			return err
-		case <-ctx.Done():
-		}
-		fmt.Fprintln(c.ErrOrStderr(), "warden: shutting down")
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		err = srv.Shutdown(sctx)
-		if e := <-errc; !errors.Is(e, http.ErrServerClosed) && err == nil {
-			err = e
-		}
-		return err
+		return server.ListenAndServe(ctx, handler, server.ListenOptions{
+			Addr: addr, CertFile: cert, KeyFile: key,
+			Listening: func(scheme string, a net.Addr) {
+				fmt.Fprintf(stderr, "warden: serving approvals on %s://%s (database %s)\n", scheme, a, st.Path())
+			},
+			Stopping:   func() { fmt.Fprintln(stderr, "warden: shutting down") },
+			OnShutdown: api.Close,
+		})
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "listen address (loopback unless TLS or --insecure-public)")
@@ -149,62 +107,15 @@ from Telegram (long polling: no public URL needed).`,
 	return cmd
 }
 
-// mcpHTTP builds the MCP streamable-HTTP handler for the workspaces given
-// as NAME=DIR: one app (configuration, jail, store) per workspace, and one
-// engine per MCP session so the audit trail tells sessions apart.
-func mcpHTTP(ctx context.Context, g *globalFlags, specs []string, db string, b *approval.Broker, stderr io.Writer, log *slog.Logger) (http.Handler, func(), error) {
-	var apps []*app
-	closeAll := func() {
-		for _, a := range apps {
-			a.Close()
-		}
-	}
-	servers := map[string]*sdk.Server{}
+// parseMCPWorkspaces reads the --mcp-workspace NAME=DIR values.
+func parseMCPWorkspaces(specs []string) ([]app.MCPWorkspace, error) {
+	var ws []app.MCPWorkspace
 	for _, spec := range specs {
 		name, dir, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || dir == "" {
-			closeAll()
-			return nil, nil, usageErr("--mcp-workspace %q: want NAME=DIR", spec)
+			return nil, usageErr("--mcp-workspace %q: want NAME=DIR", spec)
 		}
-		if _, ok := mcp.WorkspaceFromPath("/mcp/" + name); !ok {
-			closeAll()
-			return nil, nil, usageErr("--mcp-workspace %q: NAME must be letters, digits, '-' or '_'", spec)
-		}
-		if servers[name] != nil {
-			closeAll()
-			return nil, nil, usageErr("--mcp-workspace %s: the name is used twice", name)
-		}
-		wg := *g
-		wg.workspace = dir
-		a, err := newApp(ctx, &wg, stderr, setupOptions{db: db, session: "mcp-http", approver: mcpApprover(true)})
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("--mcp-workspace %s: %w", name, err)
-		}
-		apps = append(apps, a)
-		servers[name] = mcp.NewServer(a.engine, &mcp.ServerOptions{
-			Logger:     log,
-			ForSession: func(session string) (mcp.Engine, error) { return a.engineFor(session) },
-		})
+		ws = append(ws, app.MCPWorkspace{Name: name, Dir: dir})
 	}
-	tokens, err := mcp.TokensFromEnv(os.Environ())
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	if len(tokens) == 0 {
-		log.Warn("no MCP client tokens (" + mcp.TokenEnvPrefix + "<CLIENT>=<token>): every MCP request will be refused")
-	}
-	h, err := mcp.NewHTTPHandler(mcp.HTTPOptions{
-		Server:        func(name string) *sdk.Server { return servers[name] },
-		Tokens:        tokens,
-		OnAuthFailure: b.AuditAuthFailure,
-		Logger:        log,
-	})
-	if err != nil {
-		closeAll()
-		return nil, nil, err
-	}
-	closeControl := serveControl(apps, log)
-	return h, func() { closeControl(); closeAll() }, nil
+	return ws, nil
 }

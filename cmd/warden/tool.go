@@ -7,9 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/wardenhq/warden/internal/app"
 )
-
-func init() { commands = append(commands, newToolCmd) }
 
 func newToolCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
@@ -20,10 +19,22 @@ func newToolCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
+// toolFlags are the choices of `warden tool call` and `warden tool list`.
+type toolFlags struct {
+	agent      string
+	dryRun     bool
+	noCommands bool
+}
+
+// app builds the App the tool commands run in.
+func (f *toolFlags) app(cmd *cobra.Command, g *globalFlags) (*app.App, error) {
+	return app.New(cmd.Context(), app.Options{Flags: g.app(f.noCommands, f.dryRun), Agent: f.agent, Logger: newLogger(cmd.ErrOrStderr())})
+}
+
 func newToolCallCmd(g *globalFlags) *cobra.Command {
 	var (
 		args string
-		so   setupOptions
+		so   toolFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "call NAME --args JSON",
@@ -41,15 +52,13 @@ JSON on stdout. Exit status: 0 success, 1 the tool failed or was refused,
 			if !json.Valid(raw) {
 				return usageErr("--args is not valid JSON: %s", args)
 			}
-			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), so)
+			a, err := so.app(cmd, g)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			res := a.engine.Call(cmd.Context(), pos[0], raw)
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(res); err != nil {
+			res := a.Engine().Call(cmd.Context(), pos[0], raw)
+			if err := writeJSONLine(cmd.OutOrStdout(), res); err != nil {
 				return err
 			}
 			if !res.Success {
@@ -67,18 +76,18 @@ JSON on stdout. Exit status: 0 success, 1 the tool failed or was refused,
 }
 
 func newToolListCmd(g *globalFlags) *cobra.Command {
-	var so setupOptions
+	var so toolFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tools, with their schemas under --json",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := newApp(cmd.Context(), g, cmd.ErrOrStderr(), so)
+			a, err := so.app(cmd, g)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			list := a.engine.Tools()
+			list := a.Engine().Tools()
 			out := cmd.OutOrStdout()
 			if g.json {
 				type entry struct {
@@ -93,9 +102,7 @@ func newToolListCmd(g *globalFlags) *cobra.Command {
 				for _, t := range list {
 					es = append(es, entry{t.Name, t.Description, t.Group, t.Sensitive, t.Annotations, t.Schema})
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(es)
+				return writeJSON(out, es)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tGROUP\tSENSITIVE\tDESCRIPTION")

@@ -11,8 +11,6 @@ import (
 	"github.com/wardenhq/warden/internal/sandbox"
 )
 
-func init() { commands = append(commands, newWorkerCmd) }
-
 // newWorkerCmd is `warden worker`, the process inside a sandbox jail. It is
 // hidden: only warden starts it, under bubblewrap. With --jail it is the
 // remote end of the ssh backend: it builds the bubblewrap jail on this host

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/wardenhq/warden/internal/store"
 )
 
 // Request is a supervised tool call waiting for a person's decision. What
@@ -28,7 +30,7 @@ type Outcome struct {
 	Grant    string // approved by this grant (decision "granted"), no person asked
 	By       string // supervisor id, "auto:<rule>" or "timeout"
 	Reason   string
-	State    string // APPROVED, DENIED, TIMED_OUT, CANCELLED
+	State    store.State // store.Approved, Denied, TimedOut or Cancelled
 	// Args are the stored, approved arguments (canonical JSON): when
 	// Approved, the caller runs Tool with exactly these, not with what it
 	// asked with. ArgsHash is their SHA-256, bound to the request.

@@ -155,7 +155,7 @@ func NewID() string {
 func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 	args, err := Canonical(req.Args)
 	if err != nil {
-		return Outcome{State: string(store.Denied)}, fmt.Errorf("failed to ask approval for %s: %w", req.Tool, err)
+		return Outcome{State: store.Denied}, fmt.Errorf("failed to ask approval for %s: %w", req.Tool, err)
 	}
 	tool, _ := config.NormalizeTool(req.Tool)
 	now := time.Now()
@@ -165,29 +165,29 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(b.o.Timeout), Owner: b.owner,
 	}
 	if rule, ok := b.o.Auto.Match(tool, args); ok {
-		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = store.Approved, "auto-approved", "auto:"+rule.Name, now, true
-		rec := b.record(a, "approval", "auto-approved")
+		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = store.Approved, string(audit.DecisionAutoApproved), "auto:"+rule.Name, now, true
+		rec := b.record(a, "approval", audit.DecisionAutoApproved)
 		if err := b.o.Store.Create(ctx, a, rec); err != nil {
-			return Outcome{State: string(store.Denied)}, fmt.Errorf("failed to record the auto-approval of %s: %w", tool, err)
+			return Outcome{State: store.Denied}, fmt.Errorf("failed to record the auto-approval of %s: %w", tool, err)
 		}
 		b.mirror(ctx, a.ID, rec)
-		return Outcome{ID: a.ID, Approved: true, Auto: true, By: a.DecidedBy, State: string(store.Approved), Args: args, ArgsHash: a.ArgsHash}, nil
+		return Outcome{ID: a.ID, Approved: true, Auto: true, By: a.DecidedBy, State: store.Approved, Args: args, ArgsHash: a.ArgsHash}, nil
 	}
 	if g, ok, err := b.useGrant(ctx, a); err != nil {
-		return Outcome{State: string(store.Denied)}, err
+		return Outcome{State: store.Denied}, err
 	} else if ok {
-		return Outcome{ID: a.ID, Approved: true, Grant: g.ID, By: a.DecidedBy, Reason: a.Reason, State: string(store.Approved), Args: a.Args, ArgsHash: a.ArgsHash}, nil
+		return Outcome{ID: a.ID, Approved: true, Grant: g.ID, By: a.DecidedBy, Reason: a.Reason, State: store.Approved, Args: a.Args, ArgsHash: a.ArgsHash}, nil
 	}
 	if b.o.Prompt == nil && (!b.o.Remote || len(b.o.Supervisors) == 0) {
 		err := &NoChannelError{Tool: tool, Rule: req.Rule}
-		rec := b.record(a, "approval", "denied")
+		rec := b.record(a, "approval", audit.DecisionDenied)
 		rec.Reason, rec.DecidedBy = "no approval channel", "no-channel"
 		rec.Error = err.Error()
 		if _, aerr := b.o.Store.AppendAudit(ctx, rec); aerr != nil {
-			return Outcome{State: string(store.Denied)}, errors.Join(err, aerr)
+			return Outcome{State: store.Denied}, errors.Join(err, aerr)
 		}
 		b.mirror(ctx, "", rec)
-		return Outcome{State: string(store.Denied), Reason: "no approval channel can reach a supervisor"}, err
+		return Outcome{State: store.Denied, Reason: "no approval channel can reach a supervisor"}, err
 	}
 	return b.askOnce(ctx, a)
 }
@@ -246,11 +246,11 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval) (Outcome, error
 
 	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
 		err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
-		b.finish(g, Outcome{State: string(store.Denied)}, err)
-		return Outcome{State: string(store.Denied)}, err
+		b.finish(g, Outcome{State: store.Denied}, err)
+		return Outcome{State: store.Denied}, err
 	}
 	b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
-	p := pendingOf(a)
+	p := PendingOf(a)
 	for _, ch := range b.o.Channels {
 		if err := ch.Notify(ctx, p); err != nil {
 			b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
@@ -304,7 +304,7 @@ func (b *Broker) await(ctx context.Context, g *group) (Outcome, error) {
 	}
 	b.mu.Unlock()
 	if !last {
-		return Outcome{ID: g.id, State: string(store.Cancelled), Reason: "the caller stopped waiting; identical calls still wait on the request"},
+		return Outcome{ID: g.id, State: store.Cancelled, Reason: "the caller stopped waiting; identical calls still wait on the request"},
 			fmt.Errorf("stopped waiting for approval request %s: %w", g.id, ctx.Err())
 	}
 	g.cancel(ctx.Err())
@@ -335,7 +335,7 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			ans, err := b.o.Prompt.Prompt(pctx, pendingOf(a))
+			ans, err := b.o.Prompt.Prompt(pctx, PendingOf(a))
 			promptCh <- promptResult{ans, err}
 		}()
 		defer func() { cancel(); <-done }()
@@ -345,20 +345,20 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 		select {
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
-			out, err := b.end(bg, a, store.Transition{To: store.Cancelled, Decision: "cancelled", By: "caller", Reason: "the caller stopped waiting: " + cause.Error()})
-			if err == nil && out.State == string(store.Cancelled) {
+			out, err := b.end(bg, a, transition(store.Cancelled, audit.DecisionCancelled, "caller", "the caller stopped waiting: "+cause.Error()))
+			if err == nil && out.State == store.Cancelled {
 				return out, fmt.Errorf("approval request %s cancelled: %w", a.ID, cause)
 			}
 			return out, err
 		case <-timer.C:
-			t := store.Transition{To: store.TimedOut, Decision: "timed_out", By: "timeout", Reason: fmt.Sprintf("no decision within %s", b.o.Timeout)}
+			t := transition(store.TimedOut, audit.DecisionTimedOut, "timeout", fmt.Sprintf("no decision within %s", b.o.Timeout))
 			if b.o.OnTimeout == config.PolicyAllow {
-				t = store.Transition{To: store.Approved, Decision: "approved", By: "timeout", Reason: fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout)}
+				t = transition(store.Approved, audit.DecisionApproved, "timeout", fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout))
 			}
 			return b.end(bg, a, t)
 		case r := <-promptCh:
 			promptCh = nil
-			t := store.Transition{To: store.Denied, Decision: "denied", By: TerminalSupervisor}
+			t := transition(store.Denied, audit.DecisionDenied, TerminalSupervisor, "")
 			switch {
 			case r.err != nil && ctx.Err() == nil:
 				t.Reason = "no answer at the terminal: " + r.err.Error()
@@ -367,7 +367,7 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 			case r.ans.Abort:
 				t.Reason = "aborted at the terminal"
 			case r.ans.Approve:
-				t = store.Transition{To: store.Approved, Decision: "approved", By: TerminalSupervisor, Reason: CleanReason(r.ans.Reason)}
+				t = transition(store.Approved, audit.DecisionApproved, TerminalSupervisor, CleanReason(r.ans.Reason))
 			default:
 				t.Reason = CleanReason(r.ans.Reason)
 				if t.Reason == "" {
@@ -376,10 +376,10 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 			}
 			_, err := b.o.Store.Decide(bg, a.ID, t, b.decisionRecord(a, t))
 			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExpired) {
-				return Outcome{ID: a.ID, State: string(store.Denied)}, err
+				return Outcome{ID: a.ID, State: store.Denied}, err
 			}
 			out, err := b.settled(bg, a)
-			if err == nil && r.ans.Abort && out.State == string(store.Denied) {
+			if err == nil && r.ans.Abort && out.State == store.Denied {
 				return out, ErrAborted
 			}
 			if err == nil || !errors.Is(err, errStillPending) {
@@ -404,7 +404,7 @@ var errStillPending = errors.New("still pending")
 func (b *Broker) end(ctx context.Context, a *store.Approval, t store.Transition) (Outcome, error) {
 	_, err := b.o.Store.Resolve(ctx, a.ID, t, b.decisionRecord(a, t))
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		return Outcome{ID: a.ID, State: string(store.Denied)}, fmt.Errorf("failed to end approval request %s: %w", a.ID, err)
+		return Outcome{ID: a.ID, State: store.Denied}, fmt.Errorf("failed to end approval request %s: %w", a.ID, err)
 	}
 	return b.settled(ctx, a)
 }
@@ -415,26 +415,26 @@ func (b *Broker) end(ctx context.Context, a *store.Approval, t store.Transition)
 func (b *Broker) settled(ctx context.Context, asked *store.Approval) (Outcome, error) {
 	cur, err := b.o.Store.Get(ctx, asked.ID)
 	if err != nil {
-		return Outcome{ID: asked.ID, State: string(store.Denied)}, err
+		return Outcome{ID: asked.ID, State: store.Denied}, err
 	}
-	out := Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: string(cur.State)}
+	out := Outcome{ID: cur.ID, By: cur.DecidedBy, Reason: cur.Reason, State: cur.State}
 	switch cur.State {
 	case store.Pending:
 		return out, errStillPending
 	case store.Approved:
 		claimed, err := b.o.Store.Claim(ctx, cur.ID)
 		if err != nil {
-			out.State = string(store.Denied)
+			out.State = store.Denied
 			return out, fmt.Errorf("approved request %s cannot be executed: %w", cur.ID, err)
 		}
 		if BindingHash(claimed.Tool, claimed.Args, claimed.Workspace, claimed.Session) != asked.ArgsHash || claimed.ArgsHash != asked.ArgsHash {
-			out.State = string(store.Denied)
+			out.State = store.Denied
 			return out, fmt.Errorf("approved request %s does not match what was asked: the stored request was altered; refusing to run it", cur.ID)
 		}
 		out.Approved, out.Args, out.ArgsHash = true, claimed.Args, claimed.ArgsHash
 	case store.Denied, store.TimedOut, store.Cancelled:
 	default:
-		out.State = string(store.Denied)
+		out.State = store.Denied
 		return out, fmt.Errorf("approval request %s is already %s", cur.ID, cur.State)
 	}
 	b.mirror(ctx, cur.ID, b.decisionRecord(cur, store.Transition{Decision: cur.Decision, By: cur.DecidedBy, Reason: cur.Reason}))
@@ -485,12 +485,12 @@ func (b *Broker) Decide(ctx context.Context, id, supervisor string, approve bool
 		return nil, err
 	}
 	reason = CleanReason(reason)
-	t := store.Transition{To: store.Approved, Decision: "approved", By: supervisor, Reason: reason}
+	t := transition(store.Approved, audit.DecisionApproved, supervisor, reason)
 	if !approve {
 		if reason == "" {
 			return nil, ErrReasonRequired
 		}
-		t = store.Transition{To: store.Denied, Decision: "denied", By: supervisor, Reason: reason}
+		t = transition(store.Denied, audit.DecisionDenied, supervisor, reason)
 	}
 	cur, err := b.o.Store.Get(ctx, id)
 	if err != nil {
@@ -506,7 +506,7 @@ func (b *Broker) Decide(ctx context.Context, id, supervisor string, approve bool
 
 // AuditAuthFailure records a refused attempt to reach the approval API.
 func (b *Broker) AuditAuthFailure(ctx context.Context, status int, what string) {
-	rec := &audit.Record{Event: "auth_failure", Decision: "deny", Error: fmt.Sprintf("%d: %s", status, audit.Truncate(audit.Redact(what), audit.DefaultMaxLen))}
+	rec := &audit.Record{Event: "auth_failure", Decision: audit.DecisionDeny, Error: fmt.Sprintf("%d: %s", status, audit.Truncate(audit.Redact(what), audit.DefaultMaxLen))}
 	if _, err := b.o.Store.AppendAudit(ctx, rec); err != nil {
 		b.log.Warn("failed to audit an authentication failure", "err", err)
 	}
@@ -544,16 +544,22 @@ func (b *Broker) notify(id string) {
 	}
 }
 
-func (b *Broker) record(a *store.Approval, event, decision string) *audit.Record {
+func (b *Broker) record(a *store.Approval, event string, decision audit.Decision) *audit.Record {
 	return &audit.Record{
 		Event: event, Session: a.Session, Agent: a.Agent, Workspace: a.Workspace, Tool: a.Tool,
 		Args: audit.Sanitize(a.Args, audit.DefaultMaxLen), Decision: decision, Rule: a.Rule, RequestID: a.ID,
-		DecidedBy: a.DecidedBy, Success: decision == "approved" || decision == "auto-approved",
+		DecidedBy: a.DecidedBy, Success: decision == audit.DecisionApproved || decision == audit.DecisionAutoApproved,
 	}
 }
 
+// transition moves a PENDING request to state to, recorded as decision d
+// by who.
+func transition(to store.State, d audit.Decision, by, reason string) store.Transition {
+	return store.Transition{To: to, Decision: string(d), By: by, Reason: reason}
+}
+
 func (b *Broker) decisionRecord(a *store.Approval, t store.Transition) *audit.Record {
-	rec := b.record(a, "approval", t.Decision)
+	rec := b.record(a, "approval", audit.Decision(t.Decision))
 	rec.DecidedBy, rec.Reason = t.By, t.Reason
 	return rec
 }

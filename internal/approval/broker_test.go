@@ -108,7 +108,7 @@ func TestTimeout(t *testing.T) {
 				if got := r.at.Sub(start); got < 5*time.Minute || got > 5*time.Minute+time.Second {
 					t.Errorf("decided after %s, want the 5m timeout", got)
 				}
-				if r.out.Approved != tc.approved || r.out.By != "timeout" || r.out.State != string(tc.state) {
+				if r.out.Approved != tc.approved || r.out.By != "timeout" || r.out.State != tc.state {
 					t.Errorf("outcome %+v", r.out)
 				}
 				a, _ := s.Get(t.Context(), r.out.ID)
@@ -167,7 +167,7 @@ func TestCancelledByCaller(t *testing.T) {
 		id := pendingID(t, s)
 		cancel()
 		r := <-ch
-		if !errors.Is(r.err, context.Canceled) || r.out.State != "CANCELLED" || r.out.Approved {
+		if !errors.Is(r.err, context.Canceled) || r.out.State != store.Cancelled || r.out.Approved {
 			t.Fatalf("got %+v, %v", r.out, r.err)
 		}
 		if _, err := b.Decide(t.Context(), id, "alice", true, ""); !errors.Is(err, store.ErrConflict) {

@@ -26,15 +26,47 @@ type Pending struct {
 	ExpiresAt time.Time       `json:"expires_at"`
 }
 
-func pendingOf(a *store.Approval) *Pending {
+// PendingOf is the request a as channels see it.
+func PendingOf(a *store.Approval) *Pending {
 	return &Pending{ID: a.ID, Tool: a.Tool, Args: a.Args, ArgsHash: a.ArgsHash, Workspace: a.Workspace,
 		Session: a.Session, Agent: a.Agent, Rule: a.Rule, Risk: a.Risk, CreatedAt: a.CreatedAt, ExpiresAt: a.ExpiresAt}
 }
 
 // Channel tells a person that a request waits. Notify must return quickly
 // and never decides: a person decides through the store (CLI, API, prompt).
+// The channels of package notify implement it.
 type Channel interface {
 	Notify(ctx context.Context, p *Pending) error
+}
+
+// Decider decides requests on behalf of a channel that takes answers
+// (Telegram). *Broker is one. Store is where the channel reads a request
+// before approving it, so that it approves only what its message showed
+// whole.
+type Decider interface {
+	Decide(ctx context.Context, id, supervisor string, approve bool, reason string) (*store.Approval, error)
+	AuditAuthFailure(ctx context.Context, status int, what string)
+	Store() store.Store
+}
+
+var _ Decider = (*Broker)(nil)
+
+// Listener is a channel that takes answers (Telegram). Listen starts
+// taking them, deciding through d; it returns false when it does not (in
+// this process another channel already polls the same bot).
+type Listener interface {
+	Listen(d Decider) bool
+}
+
+// Listen starts every channel among chans that takes answers, deciding
+// through d (the broker the channels notify for, or any broker on the
+// same store whose supervisors include the channel's).
+func Listen(d Decider, chans []Channel) {
+	for _, c := range chans {
+		if l, ok := c.(Listener); ok {
+			l.Listen(d)
+		}
+	}
 }
 
 // Answer is a person's reply at a prompt.

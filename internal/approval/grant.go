@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -55,7 +56,7 @@ func (b *Broker) ApproveWithGrant(ctx context.Context, id, supervisor, reason st
 	if err != nil {
 		return nil, nil, err
 	}
-	t := store.Transition{To: store.Approved, Decision: "approved", By: supervisor, Reason: CleanReason(reason)}
+	t := transition(store.Approved, audit.DecisionApproved, supervisor, CleanReason(reason))
 	rec := b.decisionRecord(cur, t)
 	a, g, err := b.o.Store.DecideWithGrant(ctx, id, t, NewID(), d, rec)
 	if err != nil {
@@ -101,7 +102,7 @@ func (b *Broker) expireGrants(ctx context.Context) {
 
 // useGrant stores a as approved by an active grant, if one covers it.
 func (b *Broker) useGrant(ctx context.Context, a *store.Approval) (*store.Grant, bool, error) {
-	rec := b.record(a, "approval", "granted")
+	rec := b.record(a, "approval", audit.DecisionGranted)
 	g, err := b.o.Store.UseGrant(ctx, a, rec)
 	if errors.Is(err, store.ErrNoGrant) {
 		return nil, false, nil
@@ -110,7 +111,7 @@ func (b *Broker) useGrant(ctx context.Context, a *store.Approval) (*store.Grant,
 		return nil, false, fmt.Errorf("failed to check the grants for %s: %w", a.Tool, err)
 	}
 	r := *rec
-	r.Decision, r.DecidedBy, r.Reason, r.Success = a.Decision, a.DecidedBy, a.Reason, true
+	r.Decision, r.DecidedBy, r.Reason, r.Success = audit.Decision(a.Decision), a.DecidedBy, a.Reason, true
 	b.mirror(ctx, a.ID, &r)
 	return g, true, nil
 }

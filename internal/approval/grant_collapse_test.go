@@ -140,7 +140,7 @@ func TestCollapseWaitersLeave(t *testing.T) {
 		cancels[1]()
 		<-chs[1]
 		cancels[0]()
-		if r := <-chs[0]; !errors.Is(r.err, context.Canceled) || r.out.State != string(store.Cancelled) {
+		if r := <-chs[0]; !errors.Is(r.err, context.Canceled) || r.out.State != store.Cancelled {
 			t.Fatalf("last waiter: %+v %v", r.out, r.err)
 		}
 		if a, _ := s.Get(t.Context(), id); a.State != store.Cancelled {

@@ -48,14 +48,14 @@ func granted(t *testing.T, b *Broker, req *Request) (Outcome, bool) {
 	r := <-ask(b, t.Context(), req)
 	switch {
 	case r.out.Grant != "":
-		if r.err != nil || !r.out.Approved || r.out.State != string(store.Approved) {
+		if r.err != nil || !r.out.Approved || r.out.State != store.Approved {
 			t.Fatalf("granted but %+v %v", r.out, r.err)
 		}
 		if err := b.Executed(t.Context(), r.out.ID, true, "ok"); err != nil {
 			t.Fatalf("a granted call cannot record its execution: %v", err)
 		}
 		return r.out, true
-	case r.out.State == string(store.TimedOut) && !r.out.Approved:
+	case r.out.State == store.TimedOut && !r.out.Approved:
 		return r.out, false
 	}
 	t.Fatalf("neither granted nor asked: %+v %v", r.out, r.err)

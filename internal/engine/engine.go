@@ -16,6 +16,7 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/policy"
+	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
@@ -114,7 +115,7 @@ func (e *Engine) Call(ctx context.Context, name string, args json.RawMessage) (r
 			e.opts.Log.Error("tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			res = tools.Result{Error: fmt.Sprintf("internal error in %s: %v (this is a bug in warden, not in your call)", name, p)}
 			if c.rec.Decision == "" {
-				c.rec.Decision = "error"
+				c.rec.Decision = audit.DecisionError
 			}
 		}
 		e.finish(ctx, c, res)
@@ -162,19 +163,22 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		out, err := e.ask(ctx, t, canonArgs, facts, d)
 		c.rec.RequestID, c.rec.DecidedBy, c.rec.Reason = out.ID, out.By, out.Reason
 		if errors.Is(err, approval.ErrAborted) {
-			c.rec.Decision = "aborted"
+			c.rec.Decision = audit.DecisionAborted
 			return tools.Result{Error: "The user stopped the run at the approval prompt. Do not call more tools; finish with a short summary.", Stop: true}
 		}
 		if err != nil {
-			c.rec.Decision = "error"
+			c.rec.Decision = audit.DecisionError
 			return tools.Result{Error: err.Error()}
 		}
 		if !out.Approved {
-			c.rec.Decision = strings.ToLower(out.State)
+			c.rec.Decision = audit.DecisionDenied
 			msg := fmt.Sprintf("The user denied this %s call", t.Name)
-			if out.State == "TIMED_OUT" {
+			switch out.State {
+			case store.TimedOut:
+				c.rec.Decision = audit.DecisionTimedOut
 				msg = fmt.Sprintf("Nobody approved this %s call in time, so it was denied", t.Name)
-			} else if out.State == "CANCELLED" {
+			case store.Cancelled:
+				c.rec.Decision = audit.DecisionCancelled
 				msg = fmt.Sprintf("The approval request for this %s call was cancelled", t.Name)
 			}
 			if out.Reason != "" {
@@ -185,15 +189,15 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		// The decision is bound to the exact call: run only what was approved.
 		if out.Args != nil && (!bytes.Equal(out.Args, canonArgs) ||
 			out.ArgsHash != approval.BindingHash(t.Name, canonArgs, e.workRoot, e.opts.Env.Session)) {
-			c.rec.Decision = "error"
+			c.rec.Decision = audit.DecisionError
 			return tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, t.Name)}
 		}
-		c.rec.Decision = "approved"
+		c.rec.Decision = audit.DecisionApproved
 		switch {
 		case out.Auto:
-			c.rec.Decision = "auto-approved"
+			c.rec.Decision = audit.DecisionAutoApproved
 		case out.Grant != "":
-			c.rec.Decision = "granted"
+			c.rec.Decision = audit.DecisionGranted
 		}
 		res := e.execute(ctx, c, t, canonArgs)
 		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Excerpt(res.Output+res.Error, 500)); err != nil {
@@ -202,7 +206,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 		return res
 	}
 	if c.rec.Decision == "" {
-		c.rec.Decision = "allow"
+		c.rec.Decision = audit.DecisionAllow
 	}
 	return e.execute(ctx, c, t, canonArgs)
 }
@@ -239,7 +243,7 @@ func noChannel(tool string, d policy.Decision) error {
 
 func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.RawMessage) tools.Result {
 	if e.opts.DryRun {
-		c.rec.Decision = "dry-run"
+		c.rec.Decision = audit.DecisionDryRun
 		return tools.Result{Success: true, Output: fmt.Sprintf("[DRY-RUN] %s would run with %s", t.Name, audit.Truncate(string(args), audit.DefaultMaxLen))}
 	}
 	out, err := t.Run(ctx, e.opts.Env, args)
@@ -257,7 +261,7 @@ func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.
 }
 
 func (e *Engine) refuse(c *call, rule, msg string) tools.Result {
-	c.rec.Decision = "deny"
+	c.rec.Decision = audit.DecisionDeny
 	c.rec.Rule = rule
 	return tools.Result{Error: msg}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
 )
@@ -173,7 +174,7 @@ func TestPanicBecomesResult(t *testing.T) {
 func TestApprovedRunsExactlyWhatWasAsked(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, nil)
-	f.appr.answer = approval.Outcome{ID: "r1", Approved: true, By: "alice", State: "APPROVED"}
+	f.appr.answer = approval.Outcome{ID: "r1", Approved: true, By: "alice", State: store.Approved}
 	// Duplicate keys: a parser that took the first one for the approval and
 	// the last one for the run would run what nobody saw.
 	res := f.eng.Call(context.Background(), "probe", json.RawMessage(`{"path":"shown","path":"hidden"}`))
@@ -201,11 +202,11 @@ func TestApprovalKindInAudit(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		out  approval.Outcome
-		want string
+		want audit.Decision
 	}{
-		{"person", approval.Outcome{ID: "p", Approved: true, By: "alice", State: "APPROVED"}, "approved"},
-		{"rule", approval.Outcome{ID: "a", Approved: true, Auto: true, By: "auto:1", State: "APPROVED"}, "auto-approved"},
-		{"grant", approval.Outcome{ID: "g", Approved: true, Grant: "g1", By: "alice", State: "APPROVED"}, "granted"},
+		{"person", approval.Outcome{ID: "p", Approved: true, By: "alice", State: store.Approved}, audit.DecisionApproved},
+		{"rule", approval.Outcome{ID: "a", Approved: true, Auto: true, By: "auto:1", State: store.Approved}, audit.DecisionAutoApproved},
+		{"grant", approval.Outcome{ID: "g", Approved: true, Grant: "g1", By: "alice", State: store.Approved}, audit.DecisionGranted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -224,7 +225,7 @@ func TestApprovalKindInAudit(t *testing.T) {
 func TestDeniedWithReason(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil, nil)
-	f.appr.answer = approval.Outcome{ID: "r2", State: "DENIED", By: "bob", Reason: "not on a Friday"}
+	f.appr.answer = approval.Outcome{ID: "r2", State: store.Denied, By: "bob", Reason: "not on a Friday"}
 	res := f.eng.Call(context.Background(), "probe", json.RawMessage(`{"path":"x"}`))
 	if res.Success || !strings.Contains(res.Error, "not on a Friday") {
 		t.Fatalf("got %+v", res)
@@ -237,13 +238,27 @@ func TestDeniedWithReason(t *testing.T) {
 	}
 }
 
-func TestTimedOutIsDenied(t *testing.T) {
+// A request that timed out or was cancelled is not run, and the model and
+// the audit trail are told which it was.
+func TestTimedOutOrCancelledIsDenied(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil, nil)
-	f.appr.answer = approval.Outcome{ID: "r3", State: "TIMED_OUT", By: "timeout"}
-	res := f.eng.Call(context.Background(), "probe", json.RawMessage(`{"path":"x"}`))
-	if res.Success || !strings.Contains(res.Error, "in time") || len(*f.ran) != 0 {
-		t.Fatalf("got %+v, ran %v", res, *f.ran)
+	for _, c := range []struct {
+		state store.State
+		msg   string
+		want  audit.Decision
+	}{
+		{store.TimedOut, "Nobody approved this probe call in time", audit.DecisionTimedOut},
+		{store.Cancelled, "The approval request for this probe call was cancelled", audit.DecisionCancelled},
+	} {
+		f := newFixture(t, nil, nil)
+		f.appr.answer = approval.Outcome{ID: "r3", State: c.state, By: "timeout"}
+		res := f.eng.Call(context.Background(), "probe", json.RawMessage(`{"path":"x"}`))
+		if res.Success || !strings.Contains(res.Error, c.msg) || len(*f.ran) != 0 {
+			t.Fatalf("%s: got %+v, ran %v", c.state, res, *f.ran)
+		}
+		if d := f.sink.recs[0].Decision; d != c.want {
+			t.Errorf("%s: audit decision %q, want %q", c.state, d, c.want)
+		}
 	}
 }
 
@@ -355,10 +370,10 @@ func TestApprovalBoundToArguments(t *testing.T) {
 		out     approval.Outcome
 		wantRun bool
 	}{
-		{"matching args and hash", approval.Outcome{ID: "a", Approved: true, State: "APPROVED", Args: args, ArgsHash: good}, true},
-		{"other args approved", approval.Outcome{ID: "b", Approved: true, State: "APPROVED", Args: json.RawMessage(`{"path":"other"}`), ArgsHash: good}, false},
-		{"hash of another session", approval.Outcome{ID: "c", Approved: true, State: "APPROVED", Args: args, ArgsHash: approval.BindingHash("probe", args, "", "s2")}, false},
-		{"hash of another tool", approval.Outcome{ID: "d", Approved: true, State: "APPROVED", Args: args, ArgsHash: approval.BindingHash("write_file", args, "", "s1")}, false},
+		{"matching args and hash", approval.Outcome{ID: "a", Approved: true, State: store.Approved, Args: args, ArgsHash: good}, true},
+		{"other args approved", approval.Outcome{ID: "b", Approved: true, State: store.Approved, Args: json.RawMessage(`{"path":"other"}`), ArgsHash: good}, false},
+		{"hash of another session", approval.Outcome{ID: "c", Approved: true, State: store.Approved, Args: args, ArgsHash: approval.BindingHash("probe", args, "", "s2")}, false},
+		{"hash of another tool", approval.Outcome{ID: "d", Approved: true, State: store.Approved, Args: args, ArgsHash: approval.BindingHash("write_file", args, "", "s1")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/store"
+	"github.com/wardenhq/warden/internal/testenv"
 )
 
 var (
@@ -220,22 +221,29 @@ func TestProcessCancel(t *testing.T) {
 	waitState(t, st, a.ID, store.Cancelled)
 }
 
+// inspectorVersion is the MCP Inspector the interop test runs; it is
+// installed by scripts/test-deps (npm install -g), so the test runs offline.
+const inspectorVersion = "0.17.5"
+
 // Interop with an MCP client warden did not write: the MCP Inspector CLI.
 func TestInspectorCLI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs npx")
+		t.Skip("runs the MCP Inspector")
 	}
-	npx, err := exec.LookPath("npx")
-	if err != nil {
-		t.Skip("npx is missing: install nodejs and npm to run the MCP Inspector interop test")
+	inspector := testenv.Look("mcp-inspector")
+	if inspector == "" {
+		testenv.Skip(t, "the MCP Inspector is not installed (scripts/test-deps: npm install -g @modelcontextprotocol/inspector@%s)", inspectorVersion)
+	}
+	if v := inspectorInstalled(inspector); v != inspectorVersion {
+		t.Logf("testing against MCP Inspector %q; scripts/test-deps pins %s", v, inspectorVersion)
 	}
 	h := newHome(t, "")
 	run := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
-		base := []string{"-y", "@modelcontextprotocol/inspector@0.17", "--cli", warden(t), "mcp", "--workspace", h.ws}
-		cmd := exec.CommandContext(ctx, npx, append(base, args...)...)
-		cmd.Env = append(h.env, "npm_config_update_notifier=false")
+		base := []string{"--cli", warden(t), "mcp", "--workspace", h.ws}
+		cmd := exec.CommandContext(ctx, inspector, append(base, args...)...)
+		cmd.Env = h.env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -246,9 +254,6 @@ func TestInspectorCLI(t *testing.T) {
 	}
 	out, err := run("--method", "tools/list")
 	if err != nil {
-		if strings.Contains(out, "npm error") || strings.Contains(out, "ENOTFOUND") || strings.Contains(out, "EAI_AGAIN") {
-			t.Skipf("the MCP Inspector could not be installed from the npm registry:\n%s", out)
-		}
 		t.Fatalf("tools/list: %v\n%s", err, out)
 	}
 	var list struct {
@@ -268,4 +273,26 @@ func TestInspectorCLI(t *testing.T) {
 	if !strings.Contains(out, `"isError": true`) || !strings.Contains(out, "escapes the workspace") {
 		t.Fatalf("tools/call refusal:\n%s", out)
 	}
+}
+
+// inspectorInstalled is the version of the MCP Inspector whose command is
+// at path (npm's bin link into its package), or "" when it cannot tell.
+func inspectorInstalled(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	// .../node_modules/@modelcontextprotocol/inspector/cli/build/cli.js
+	pkg := filepath.Join(filepath.Dir(real), "..", "..", "package.json")
+	b, err := os.ReadFile(pkg)
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Name, Version string
+	}
+	if json.Unmarshal(b, &p) != nil || p.Name != "@modelcontextprotocol/inspector" {
+		return ""
+	}
+	return p.Version
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -396,26 +395,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeErr(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
-}
-
-// CheckAddr refuses to listen beyond loopback without TLS, unless the user
-// said --insecure-public.
-func CheckAddr(addr string, tls, insecurePublic bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--addr %q: %w", addr, err)
-	}
-	if IsLoopback(host) || tls || insecurePublic {
-		return nil
-	}
-	return fmt.Errorf("--addr %s is not a loopback address: supervisors' tokens would cross the network in clear; give --tls-cert and --tls-key, or --insecure-public if something else encrypts the traffic", addr)
-}
-
-// IsLoopback reports whether host names only this machine.
-func IsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

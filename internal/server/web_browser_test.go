@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/store"
+	"github.com/wardenhq/warden/internal/testenv"
 	"github.com/wardenhq/warden/internal/tools"
 )
 
@@ -26,16 +26,7 @@ var screenshots = flag.String("screenshots", "", "write the supervisor page's sc
 // WARDEN_REQUIRE_SANDBOX=1) when it is absent.
 func chromium(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"chromium", "/usr/bin/chromium", "chromium-browser"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
-		t.Fatal("chromium is not installed (apt-get install chromium) and WARDEN_REQUIRE_SANDBOX=1")
-	}
-	t.Skip("skipping the browser tests: chromium is not installed (apt-get install chromium)")
-	return ""
+	return testenv.Need(t, "chromium")[0]
 }
 
 // newChrome starts a headless chromium with a fresh profile, offline

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -264,7 +265,7 @@ func (w *web) answer(rw http.ResponseWriter, r *http.Request, s *webSession, nex
 func (w *web) history(rw http.ResponseWriter, r *http.Request, s *webSession) {
 	data := w.base(r, s, "History")
 	q, err := parseHistoryQuery(r.URL.Query())
-	data["Q"] = q
+	data["Q"], data["Decisions"] = q, audit.Decisions
 	if err != nil {
 		data["QueryError"] = err.Error()
 	}
@@ -297,7 +298,7 @@ func historyRows(rows []*store.AuditRow) []historyRow {
 	out := make([]historyRow, len(rows))
 	for i, r := range rows {
 		rec := r.Record
-		out[i] = historyRow{ID: r.ID, Time: fmtTime(r.Time), Event: rec.Event, Tool: rec.Tool, Decision: rec.Decision,
+		out[i] = historyRow{ID: r.ID, Time: fmtTime(r.Time), Event: rec.Event, Tool: rec.Tool, Decision: string(rec.Decision),
 			By: rec.DecidedBy, Reason: strings.TrimSpace(rec.Reason + " " + rec.Error), Request: r.Record.RequestID,
 			Session: rec.Session, Agent: rec.Agent, Args: string(rec.Args), Hash: shortID(r.Hash),
 			Link: idPattern.MatchString(rec.RequestID)}

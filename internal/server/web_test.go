@@ -568,6 +568,12 @@ func TestWebHistory(t *testing.T) {
 	if !strings.Contains(page, "is not a time") {
 		t.Errorf("a bad time is not reported")
 	}
+	// The decision field suggests every decision warden writes.
+	for _, d := range audit.Decisions {
+		if !strings.Contains(page, `<option value="`+string(d)+`">`) {
+			t.Errorf("history does not suggest decision %q", d)
+		}
+	}
 }
 
 // TestWebChainBroken shows a tampered audit chain as broken, at its row.

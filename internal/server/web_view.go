@@ -159,7 +159,7 @@ func parseHistoryQuery(v url.Values) (historyQuery, error) {
 func (q historyQuery) match(r *store.AuditRow) bool {
 	rec := &r.Record
 	eq := func(want, got string) bool { return want == "" || strings.EqualFold(want, got) }
-	return eq(q.Tool, rec.Tool) && eq(q.Decision, rec.Decision) && eq(q.By, rec.DecidedBy) && eq(q.Event, rec.Event) &&
+	return eq(q.Tool, rec.Tool) && eq(q.Decision, string(rec.Decision)) && eq(q.By, rec.DecidedBy) && eq(q.Event, rec.Event) &&
 		(q.from.IsZero() || !r.Time.Before(q.from)) && (q.to.IsZero() || r.Time.Before(q.to))
 }
 

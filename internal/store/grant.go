@@ -255,7 +255,7 @@ func (s *SQLite) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (
 		var r *audit.Record
 		if rec != nil {
 			c := *rec
-			c.Decision, c.DecidedBy, c.Reason, c.Success = a.Decision, a.DecidedBy, a.Reason, true
+			c.Decision, c.DecidedBy, c.Reason, c.Success = audit.Decision(a.Decision), a.DecidedBy, a.Reason, true
 			r = &c
 		}
 		if err := s.createIn(ctx, tx, a, r); err != nil {

@@ -61,7 +61,7 @@ func TestDecideExactlyOneWins(t *testing.T) {
 			if i%2 == 1 {
 				tr = Transition{To: Denied, Decision: "denied", By: tr.By, Reason: "no"}
 			}
-			_, err := s.Decide(context.Background(), a.ID, tr, &audit.Record{Event: "approval", Decision: tr.Decision, DecidedBy: tr.By})
+			_, err := s.Decide(context.Background(), a.ID, tr, &audit.Record{Event: "approval", Decision: audit.Decision(tr.Decision), DecidedBy: tr.By})
 			switch {
 			case err == nil:
 				wins.Add(1)
@@ -317,7 +317,7 @@ func TestAuditChainTamper(t *testing.T) {
 				if i%2 == 0 {
 					dec = "approved"
 				}
-				if _, err := s.AppendAudit(ctx, &audit.Record{Event: "approval", Decision: dec, RequestID: fmt.Sprint(i)}); err != nil {
+				if _, err := s.AppendAudit(ctx, &audit.Record{Event: "approval", Decision: audit.Decision(dec), RequestID: fmt.Sprint(i)}); err != nil {
 					t.Fatal(err)
 				}
 			}

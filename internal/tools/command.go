@@ -14,8 +14,6 @@ import (
 	"github.com/wardenhq/warden/internal/shellpolicy"
 )
 
-func init() { runCommandTool = RunCommand }
-
 type runArgs struct {
 	Command string `json:"command" jsonschema:"the shell command line to run (bash syntax); it is parsed and every part of it is judged before anything runs"`
 	Cwd     string `json:"cwd,omitempty" jsonschema:"working directory relative to the workspace root (default: the root)"`

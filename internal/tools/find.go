@@ -14,8 +14,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-func init() { extraTools = append(extraTools, FindFiles) }
-
 // findMaxResults caps find_files' output.
 const findMaxResults = 500
 

@@ -21,8 +21,6 @@ import (
 	"github.com/wardenhq/warden/internal/netguard"
 )
 
-func init() { extraTools = append(extraTools, HTTPRequest) }
-
 // Limits of http_request.
 const (
 	httpMaxRedirects   = 5

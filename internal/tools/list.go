@@ -17,8 +17,6 @@ import (
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
-func init() { extraTools = append(extraTools, ListFiles, SearchCode, Grep) }
-
 // Limits of list_files.
 const (
 	listDefaultDepth = 2

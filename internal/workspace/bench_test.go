@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wardenhq/warden/internal/testenv"
 )
 
 // BenchmarkReadFile reads a 4 KiB file through the workspace, through a
@@ -51,13 +53,13 @@ func BenchmarkReadFile(b *testing.B) {
 // BenchmarkWalkRead walks the Go distribution's source tree and reads every
 // regular file, as a grep does, through the workspace and with plain os.
 func BenchmarkWalkRead(b *testing.B) {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
+	out, err := exec.Command(testenv.Need(b, "go")[0], "env", "GOROOT").Output()
 	if err != nil {
-		b.Skip("no go command")
+		b.Fatalf("go env GOROOT: %v", err)
 	}
 	src := filepath.Join(strings.TrimSpace(string(out)), "src")
 	if _, err := os.Stat(src); err != nil {
-		b.Skip("no GOROOT/src")
+		testenv.Skip(b, "the Go distribution has no source tree at %s", src)
 	}
 	w, err := Open(src, nil)
 	must(b, err)

@@ -1,4 +1,4 @@
-package approval
+package notify
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/wardenhq/warden/internal/approval"
 )
 
 // EmailOptions configure an Email channel.
@@ -31,7 +33,7 @@ type EmailOptions struct {
 	PageURL string
 	// Timeout bounds one whole SMTP exchange; default 30 s.
 	Timeout time.Duration
-	Notify  *NotifyOptions
+	Notify  *Options
 }
 
 // Email is a Channel that mails each new request, as plain text with the
@@ -46,8 +48,8 @@ type EmailOptions struct {
 type Email struct {
 	o    EmailOptions
 	host string
-	no   NotifyOptions
-	box  *outbox
+	no   Options
+	box  *Outbox
 }
 
 // NewEmail starts an email channel; Close stops it.
@@ -70,8 +72,8 @@ func NewEmail(o EmailOptions) (*Email, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	e := &Email{o: o, host: host, no: o.Notify.withDefaults()}
-	e.box = newOutbox("email", e.no)
+	e := &Email{o: o, host: host, no: o.Notify.WithDefaults()}
+	e.box = NewOutbox("email", e.no)
 	return e, nil
 }
 
@@ -104,10 +106,10 @@ func headerSafe(s string, max int) string {
 }
 
 // message builds the RFC 5322 message for p.
-func (e *Email) message(p *Pending, now time.Time) []byte {
-	s := summarize(p, e.o.PageURL, now)
+func (e *Email) message(p *approval.Pending, now time.Time) []byte {
+	s := Summarize(p, e.o.PageURL, now)
 	decide := "Decide on the page (link above), or with\n  warden approvals approve " + s.ID + "\n  warden approvals deny " + s.ID + " --reason \"…\""
-	body := s.plainText(decide)
+	body := s.PlainText(decide)
 	var msgID [12]byte
 	rand.Read(msgID[:])
 	var b bytes.Buffer
@@ -128,16 +130,16 @@ func (e *Email) message(p *Pending, now time.Time) []byte {
 	return b.Bytes()
 }
 
-// Notify implements Channel: it queues the mail and returns at once.
-func (e *Email) Notify(_ context.Context, p *Pending) error {
+// Notify implements approval.Channel: it queues the mail and returns at once.
+func (e *Email) Notify(_ context.Context, p *approval.Pending) error {
 	msg := e.message(p, time.Now())
-	return e.box.enqueue(delivery{what: "mail for request " + p.ID, send: func(ctx context.Context) error {
+	return e.box.Enqueue(Delivery{What: "mail for request " + p.ID, Send: func(ctx context.Context) error {
 		return e.send(ctx, msg)
 	}})
 }
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
-func (e *Email) Close() error { e.box.close(); return nil }
+func (e *Email) Close() error { e.box.Close(); return nil }
 
 // ErrNoStartTLS means the SMTP server does not offer STARTTLS: warden
 // sends nothing in the clear.
@@ -165,14 +167,14 @@ func (e *Email) send(ctx context.Context, msg []byte) (err error) {
 		return fmt.Errorf("SMTP EHLO: %w", err)
 	}
 	if ok, _ := c.Extension("STARTTLS"); !ok {
-		return permanent(fmt.Errorf("SMTP server %s: %w", e.o.Addr, ErrNoStartTLS))
+		return Permanent(fmt.Errorf("SMTP server %s: %w", e.o.Addr, ErrNoStartTLS))
 	}
 	if err := c.StartTLS(&tls.Config{ServerName: e.host, RootCAs: e.o.RootCAs, MinVersion: tls.VersionTLS12}); err != nil {
 		return fmt.Errorf("SMTP STARTTLS with %s: %w", e.o.Addr, err)
 	}
 	if e.o.Username != "" {
 		if err := c.Auth(smtp.PlainAuth("", e.o.Username, e.o.Password, e.host)); err != nil {
-			return permanent(fmt.Errorf("SMTP AUTH PLAIN as %s: %w", e.o.Username, err))
+			return Permanent(fmt.Errorf("SMTP AUTH PLAIN as %s: %w", e.o.Username, err))
 		}
 	}
 	if err := c.Mail(e.o.From); err != nil {
@@ -201,7 +203,7 @@ func smtpErr(step string, err error) error {
 	err = fmt.Errorf("SMTP %s: %w", step, err)
 	var te *textproto.Error
 	if errors.As(err, &te) && te.Code >= 500 {
-		return permanent(err)
+		return Permanent(err)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package approval
+package notify
 
 import (
 	"bufio"
@@ -247,7 +247,7 @@ func TestEmailRefusesWithoutStartTLS(t *testing.T) {
 	t.Parallel()
 	d, pool := newSMTPD(t, false)
 	e, err := NewEmail(EmailOptions{Addr: d.ln.Addr().String(), From: "warden@example.com", To: []string{"ops@example.com"},
-		Username: "warden", Password: "hunter2-smtp", RootCAs: pool, Notify: &NotifyOptions{Backoff: time.Millisecond}})
+		Username: "warden", Password: "hunter2-smtp", RootCAs: pool, Notify: &Options{Backoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

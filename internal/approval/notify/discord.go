@@ -1,4 +1,4 @@
-package approval
+package notify
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/wardenhq/warden/internal/approval"
 )
 
 // Discord is a Channel posting each new request to a Discord webhook, as a
@@ -22,18 +24,18 @@ import (
 type Discord struct {
 	url     string
 	pageURL string
-	o       NotifyOptions
-	box     *outbox
+	o       Options
+	box     *Outbox
 }
 
 // NewDiscord starts a Discord channel posting to webhookURL (a secret: it
 // is never logged); Close stops it.
-func NewDiscord(webhookURL, pageURL string, o *NotifyOptions) (*Discord, error) {
+func NewDiscord(webhookURL, pageURL string, o *Options) (*Discord, error) {
 	if webhookURL == "" {
 		return nil, errors.New("discord needs a webhook URL")
 	}
-	d := &Discord{url: webhookURL, pageURL: pageURL, o: o.withDefaults()}
-	d.box = newOutbox("discord", d.o)
+	d := &Discord{url: webhookURL, pageURL: pageURL, o: o.WithDefaults()}
+	d.box = NewOutbox("discord", d.o)
 	return d, nil
 }
 
@@ -95,8 +97,8 @@ type DiscordFooter struct {
 	Text string `json:"text"`
 }
 
-func (d *Discord) message(p *Pending, now time.Time) *DiscordMessage {
-	m := summarize(p, d.pageURL, now)
+func (d *Discord) message(p *approval.Pending, now time.Time) *DiscordMessage {
+	m := Summarize(p, d.pageURL, now)
 	e := DiscordEmbed{
 		Title:       "Approval needed: " + m.Tool, // embed titles are not markdown
 		URL:         m.Link,
@@ -126,16 +128,16 @@ func (d *Discord) message(p *Pending, now time.Time) *DiscordMessage {
 	return &DiscordMessage{Content: content, Embeds: []DiscordEmbed{e}, AllowedMentions: DiscordMentionRules{Parse: []string{}}}
 }
 
-// Notify implements Channel: it queues the message and returns at once.
-func (d *Discord) Notify(_ context.Context, p *Pending) error {
+// Notify implements approval.Channel: it queues the message and returns at once.
+func (d *Discord) Notify(_ context.Context, p *approval.Pending) error {
 	body, err := json.Marshal(d.message(p, time.Now()))
 	if err != nil {
 		return fmt.Errorf("failed to encode the discord message: %w", err)
 	}
-	return d.box.enqueue(delivery{what: "message for request " + p.ID, send: func(ctx context.Context) error {
+	return d.box.Enqueue(Delivery{What: "message for request " + p.ID, Send: func(ctx context.Context) error {
 		return postJSON(ctx, d.o.Client, "discord", d.url, body)
 	}})
 }
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
-func (d *Discord) Close() error { d.box.close(); return nil }
+func (d *Discord) Close() error { d.box.Close(); return nil }

@@ -1,4 +1,4 @@
-package approval
+package notify
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/wardenhq/warden/internal/approval"
 )
 
 // Slack is a Channel posting each new request to a Slack incoming webhook:
@@ -25,18 +27,18 @@ import (
 type Slack struct {
 	url     string
 	pageURL string
-	o       NotifyOptions
-	box     *outbox
+	o       Options
+	box     *Outbox
 }
 
 // NewSlack starts a Slack channel posting to webhookURL (a secret: it is
 // never logged); Close stops it.
-func NewSlack(webhookURL, pageURL string, o *NotifyOptions) (*Slack, error) {
+func NewSlack(webhookURL, pageURL string, o *Options) (*Slack, error) {
 	if webhookURL == "" {
 		return nil, errors.New("slack needs an incoming webhook URL")
 	}
-	s := &Slack{url: webhookURL, pageURL: pageURL, o: o.withDefaults()}
-	s.box = newOutbox("slack", s.o)
+	s := &Slack{url: webhookURL, pageURL: pageURL, o: o.WithDefaults()}
+	s.box = NewOutbox("slack", s.o)
 	return s, nil
 }
 
@@ -59,8 +61,8 @@ type SlackMessage struct {
 
 func slackText(t string) map[string]any { return map[string]any{"type": "mrkdwn", "text": t} }
 
-func (s *Slack) message(p *Pending, now time.Time) *SlackMessage {
-	m := summarize(p, s.pageURL, now)
+func (s *Slack) message(p *approval.Pending, now time.Time) *SlackMessage {
+	m := Summarize(p, s.pageURL, now)
 	tool := slackEscape(m.Tool)
 	fields := []any{slackText("*Tool*\n" + tool)}
 	if m.Risk != "" {
@@ -95,26 +97,26 @@ func slackLink(u, text string) string {
 	return "<" + strings.NewReplacer("<", "%3C", ">", "%3E", "|", "%7C").Replace(u) + "|" + slackEscape(text) + ">"
 }
 
-// Notify implements Channel: it queues the message and returns at once.
-func (s *Slack) Notify(_ context.Context, p *Pending) error {
+// Notify implements approval.Channel: it queues the message and returns at once.
+func (s *Slack) Notify(_ context.Context, p *approval.Pending) error {
 	body, err := json.Marshal(s.message(p, time.Now()))
 	if err != nil {
 		return fmt.Errorf("failed to encode the slack message: %w", err)
 	}
-	return s.box.enqueue(delivery{what: "message for request " + p.ID, send: func(ctx context.Context) error {
+	return s.box.Enqueue(Delivery{What: "message for request " + p.ID, Send: func(ctx context.Context) error {
 		return postJSON(ctx, s.o.Client, "slack", s.url, body)
 	}})
 }
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
-func (s *Slack) Close() error { s.box.close(); return nil }
+func (s *Slack) Close() error { s.box.Close(); return nil }
 
 // postJSON POSTs body to u once and classifies the answer (httpResult).
 // The URL is not in the error: for chat webhooks it is the secret.
 func postJSON(ctx context.Context, c *http.Client, service, u string, body []byte, header ...string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return permanent(fmt.Errorf("%s: bad webhook URL", service))
+		return Permanent(fmt.Errorf("%s: bad webhook URL", service))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {

@@ -1,7 +1,8 @@
-package approval
+package notify
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -11,8 +12,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/approval/approvaltest"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -35,7 +39,7 @@ func TestNotifyRetry(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s, _ := NewSlack(srv.URL, "", &NotifyOptions{Backoff: time.Millisecond})
+	s, _ := NewSlack(srv.URL, "", &Options{Backoff: time.Millisecond})
 	if err := s.Notify(t.Context(), hostileReq); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +60,7 @@ func TestNotifyRetry(t *testing.T) {
 		io.WriteString(w, "no_service")
 	}))
 	defer srv4.Close()
-	d, _ := NewDiscord(srv4.URL, "", &NotifyOptions{Backoff: time.Millisecond})
+	d, _ := NewDiscord(srv4.URL, "", &Options{Backoff: time.Millisecond})
 	d.Notify(t.Context(), hostileReq)
 	d.Close() // drains: the one attempt is made before Close returns
 	if bad.Load() != 1 {
@@ -87,23 +91,26 @@ func TestNotifyFailingChannelDoesNotBlock(t *testing.T) {
 	defer broken.Close()
 	good := newHookServer(t)
 
-	no := &NotifyOptions{Backoff: time.Millisecond, Queue: 2, CloseTimeout: 200 * time.Millisecond}
+	no := &Options{Backoff: time.Millisecond, Queue: 2, CloseTimeout: 200 * time.Millisecond}
 	slow, _ := NewSlack(dead.URL, "", no)
 	flaky, _ := NewDiscord(broken.URL, "", no)
 	fine, _ := NewSlack(good.srv.URL, "", no)
-	s := fileStore(t)
-	b := newBroker(t, s, func(o *Options) { o.Channels = []Channel{slow, flaky, fine}; o.Timeout = 2 * time.Second })
+	s := approvaltest.Store(t)
+	b := approvaltest.Broker(t, s, func(o *approval.Options) {
+		o.Channels = []approval.Channel{slow, flaky, fine}
+		o.Timeout = 2 * time.Second
+	})
 
 	start := time.Now()
-	res := ask(b, t.Context(), lsReq)
-	id := pendingID(t, s)
+	res := approvaltest.Ask(t.Context(), b, approvaltest.LsReq)
+	id := approvaltest.PendingID(t, s)
 	good.next(t) // the working channel got its message meanwhile
 	if _, err := b.Decide(t.Context(), id, "alice", true, ""); err != nil {
 		t.Fatal(err)
 	}
 	r := <-res
-	if r.err != nil || !r.out.Approved || r.out.By != "alice" {
-		t.Fatalf("outcome %+v %v", r.out, r.err)
+	if r.Err != nil || !r.Out.Approved || r.Out.By != "alice" {
+		t.Fatalf("outcome %+v %v", r.Out, r.Err)
 	}
 	if time.Since(start) > 1500*time.Millisecond {
 		t.Errorf("Ask took %s with a hanging channel", time.Since(start))
@@ -132,32 +139,51 @@ func TestNotifyFailingChannelDoesNotBlock(t *testing.T) {
 	}
 }
 
-// With only a dead channel, a request still times out (and is denied) on
-// time: no channel decides anything.
+// With only a channel whose every delivery fails, a request still times
+// out (and is denied) exactly on time: no channel decides anything, and
+// retrying delays nothing but the channel itself.
 func TestNotifyDeadChannelTimesOut(t *testing.T) {
-	t.Parallel()
-	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusBadGateway)
-	}))
-	defer dead.Close()
-	ch, _ := NewSlack(dead.URL, "", &NotifyOptions{Backoff: time.Millisecond, CloseTimeout: 100 * time.Millisecond})
-	defer ch.Close()
-	b := newBroker(t, fileStore(t), func(o *Options) { o.Channels = []Channel{ch}; o.Timeout = 300 * time.Millisecond })
-	start := time.Now()
-	out, err := b.Ask(context.Background(), lsReq)
-	if err != nil || out.Approved || out.State != string(store.TimedOut) {
-		t.Fatalf("outcome %+v %v", out, err)
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("timed out after %s", el)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var tries atomic.Int64
+		ch := &failing{box: NewOutbox("dead", (&Options{Backoff: time.Millisecond, Attempts: 1000, MaxBackoff: 50 * time.Millisecond,
+			CloseTimeout: 100 * time.Millisecond}).WithDefaults()), tries: &tries}
+		defer ch.box.Close()
+		b := approvaltest.Broker(t, approvaltest.MemStore(t), func(o *approval.Options) {
+			o.Channels = []approval.Channel{ch}
+			o.Timeout = 300 * time.Millisecond
+		})
+		start := time.Now()
+		out, err := b.Ask(context.Background(), approvaltest.LsReq)
+		if err != nil || out.Approved || out.State != store.TimedOut {
+			t.Fatalf("outcome %+v %v", out, err)
+		}
+		if el := time.Since(start); el != 300*time.Millisecond {
+			t.Errorf("timed out after %s, want 300ms", el)
+		}
+		if tries.Load() < 5 {
+			t.Errorf("the channel was tried %d times in 300ms", tries.Load())
+		}
+	})
+}
+
+// failing is a channel whose deliveries all fail.
+type failing struct {
+	box   *Outbox
+	tries *atomic.Int64
+}
+
+func (f *failing) Notify(_ context.Context, p *approval.Pending) error {
+	return f.box.Enqueue(Delivery{What: "request " + p.ID, Send: func(context.Context) error {
+		f.tries.Add(1)
+		return errors.New("unreachable")
+	}})
 }
 
 func TestJitter(t *testing.T) {
 	t.Parallel()
 	for range 1000 {
-		if j := jitter(time.Second); j < 500*time.Millisecond || j >= time.Second {
-			t.Fatalf("jitter(1s) = %s", j)
+		if j := Jitter(time.Second); j < 500*time.Millisecond || j >= time.Second {
+			t.Fatalf("Jitter(1s) = %s", j)
 		}
 	}
 }
@@ -175,7 +201,7 @@ func TestNotifyLogsNoWebhookURL(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	const secretPath = "/services/T000/B000/XsecretWebhookTokenX"
 	for _, base := range []string{srv.URL, closed} {
-		s, _ := NewSlack(base+secretPath, "", &NotifyOptions{Backoff: time.Millisecond, Attempts: 2, Logger: log})
+		s, _ := NewSlack(base+secretPath, "", &Options{Backoff: time.Millisecond, Attempts: 2, Logger: log})
 		s.Notify(t.Context(), hostileReq)
 		s.Close()
 	}

@@ -1,4 +1,4 @@
-package approval
+package notify
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 )
 
@@ -26,24 +27,21 @@ func Sign(secret, body []byte) string {
 // webhookRiskMax cuts the risk summary a webhook receives, in runes.
 const webhookRiskMax = 4000
 
-// WebhookOptions tune a Webhook; nil means the defaults.
-type WebhookOptions = NotifyOptions
-
-// Webhook is a Channel that POSTs each new request, signed, to a URL. It
+// Webhook is an approval.Channel that POSTs each new request, signed, to a URL. It
 // delivers in the background with retries and never decides anything.
 type Webhook struct {
 	url     string
 	secret  []byte
-	o       NotifyOptions
-	box     *outbox
+	o       Options
+	box     *Outbox
 	pageURL string
 }
 
 // WebhookEvent is the JSON body a webhook receives.
 type WebhookEvent struct {
-	Event   string   `json:"event"` // approval.requested
-	SentAt  string   `json:"sent_at"`
-	Request *Pending `json:"request"`
+	Event   string            `json:"event"` // approval.requested
+	SentAt  string            `json:"sent_at"`
+	Request *approval.Pending `json:"request"`
 	// Decide says how a supervisor answers.
 	Decide []string `json:"decide"`
 	// Link is the request on the page, when page_url is set.
@@ -51,23 +49,23 @@ type WebhookEvent struct {
 }
 
 // NewWebhook starts a webhook channel; Close stops it.
-func NewWebhook(url string, secret []byte, o *WebhookOptions) (*Webhook, error) {
+func NewWebhook(url string, secret []byte, o *Options) (*Webhook, error) {
 	if url == "" {
 		return nil, errors.New("webhook needs a url")
 	}
 	if len(secret) < 16 {
 		return nil, errors.New("webhook secret is missing or shorter than 16 bytes")
 	}
-	w := &Webhook{url: url, secret: secret, o: o.withDefaults()}
-	w.box = newOutbox("webhook", w.o)
+	w := &Webhook{url: url, secret: secret, o: o.WithDefaults()}
+	w.box = NewOutbox("webhook", w.o)
 	return w, nil
 }
 
-// pageURL is set by OptionsFromConfig; the event then carries Link.
+// withPage sets the page URL (page_url): the event then carries Link.
 func (w *Webhook) withPage(pageURL string) *Webhook { w.pageURL = pageURL; return w }
 
-// Notify implements Channel: it queues the delivery and returns at once.
-func (w *Webhook) Notify(_ context.Context, p *Pending) error {
+// Notify implements approval.Channel: it queues the Delivery and returns at once.
+func (w *Webhook) Notify(_ context.Context, p *approval.Pending) error {
 	q := *p
 	q.Args = audit.Sanitize(p.Args, 1000)
 	// The risk carries file contents (a write's diff shows old lines too).
@@ -81,10 +79,10 @@ func (w *Webhook) Notify(_ context.Context, p *Pending) error {
 	if err != nil {
 		return fmt.Errorf("failed to encode the webhook body: %w", err)
 	}
-	return w.box.enqueue(delivery{what: "event for request " + p.ID, send: func(ctx context.Context) error {
+	return w.box.Enqueue(Delivery{What: "event for request " + p.ID, Send: func(ctx context.Context) error {
 		return postJSON(ctx, w.o.Client, "webhook", w.url, body, SignatureHeader, Sign(w.secret, body))
 	}})
 }
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
-func (w *Webhook) Close() error { w.box.close(); return nil }
+func (w *Webhook) Close() error { w.box.Close(); return nil }

@@ -1,4 +1,4 @@
-package approval
+package notify
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 )
 
@@ -28,10 +29,10 @@ func RequestLink(pageURL, id string) string {
 	return strings.TrimRight(pageURL, "/") + "/requests/" + url.PathEscape(id)
 }
 
-// summary is what every chat and email message says about a request, each
+// Summary is what every chat and email message says about a request, each
 // field already redacted and made printable (no control characters, no
 // newlines); each channel then escapes its own markup.
-type summary struct {
+type Summary struct {
 	ID, Tool, Args, Risk, Workspace, Agent, Session string
 	Left                                            time.Duration
 	Expires                                         time.Time
@@ -41,17 +42,18 @@ type summary struct {
 	Cut bool
 }
 
-func summarize(p *Pending, pageURL string, now time.Time) summary {
+// Summarize is what a message about p says, as of now.
+func Summarize(p *approval.Pending, pageURL string, now time.Time) Summary {
 	args := readableJSON(audit.Sanitize(p.Args, msgArgsMax))
 	risk := audit.Excerpt(p.Risk, msgTextMax)
-	s := summary{
-		ID:        Printable(p.ID, 64),
-		Tool:      Printable(p.Tool, msgToolMax),
-		Args:      Printable(args, msgArgsMax),
-		Risk:      Printable(risk, msgTextMax),
-		Workspace: Printable(audit.Excerpt(p.Workspace, msgTextMax), msgTextMax),
-		Agent:     Printable(p.Agent, msgToolMax),
-		Session:   Printable(p.Session, 8),
+	s := Summary{
+		ID:        approval.Printable(p.ID, 64),
+		Tool:      approval.Printable(p.Tool, msgToolMax),
+		Args:      approval.Printable(args, msgArgsMax),
+		Risk:      approval.Printable(risk, msgTextMax),
+		Workspace: approval.Printable(audit.Excerpt(p.Workspace, msgTextMax), msgTextMax),
+		Agent:     approval.Printable(p.Agent, msgToolMax),
+		Session:   approval.Printable(p.Session, 8),
 		Expires:   p.ExpiresAt.UTC(),
 		Link:      RequestLink(pageURL, p.ID),
 		// A string Sanitize or Excerpt cut ends in "... (N chars total)"
@@ -66,7 +68,7 @@ func summarize(p *Pending, pageURL string, now time.Time) summary {
 }
 
 // where is "workspace W · agent A · session S…" with the parts known.
-func (s summary) where() string {
+func (s Summary) where() string {
 	var parts []string
 	if s.Workspace != "" {
 		parts = append(parts, "workspace "+s.Workspace)
@@ -97,25 +99,25 @@ func readableJSON(v json.RawMessage) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func (s summary) timeLeft() string {
+func (s Summary) timeLeft() string {
 	if s.Expires.IsZero() {
 		return ""
 	}
 	return fmt.Sprintf("%s (expires %s)", s.Left, s.Expires.Format("2006-01-02 15:04:05 UTC"))
 }
 
-// tooLong says where to read a request the message shows only an excerpt
+// TooLong says where to read a request the message shows only an excerpt
 // of: its page, or the CLI without a page URL.
-func (s summary) tooLong() string {
+func (s Summary) TooLong() string {
 	if s.Link != "" {
 		return "Too long to show here; review it on the page: " + s.Link
 	}
 	return "Too long to show here; review it with: warden approvals show " + s.ID
 }
 
-// plainText is the message for plain-text channels (Telegram, email):
+// PlainText is the message for plain-text channels (Telegram, email):
 // nothing in it is markup.
-func (s summary) plainText(decide string) string {
+func (s Summary) PlainText(decide string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "warden: approval needed for %s\n\n", s.Tool)
 	fmt.Fprintf(&b, "Tool: %s\n", s.Tool)

@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
+)
+
+// JailOptions are the sandbox options of the workspace dir under cfg. An
+// invalid [sandbox] section is said loudly: it runs in lockdown.
+func JailOptions(cfg *config.Config, dir string, log *slog.Logger) *sandbox.Options {
+	if cfg.Sandbox.Invalid != "" {
+		log.Error("the [sandbox] section is invalid; running in lockdown (no network, read-only workspace)", "why", cfg.Sandbox.Invalid)
+	}
+	return &sandbox.Options{
+		Workspace:    dir,
+		Sandbox:      cfg.Sandbox,
+		Mask:         cfg.Security.Mask,
+		Protected:    cfg.Security.Protected,
+		EnvAllowlist: cfg.Commands.EnvAllowlist,
+		Logger:       log,
+	}
+}
+
+// SandboxOptions loads the configuration for f and returns the sandbox
+// options of its workspace, or nil when it has no [sandbox] section.
+func SandboxOptions(f Flags, log *slog.Logger) (*sandbox.Options, error) {
+	cfg, err := LoadConfig(f, log)
+	if err != nil {
+		return nil, err
+	}
+	if !sandbox.Enabled(cfg.Sandbox) {
+		return nil, nil
+	}
+	return JailOptions(cfg, WorkspaceDir(f, cfg), log), nil
+}
+
+// jailSpawner returns how stdio MCP servers of a sandboxed workspace
+// start: in a jail of the workspace built like the tools' one (same masks,
+// lockdown, network and limits), started on first use and closed by c.
+// Their own jail, not the tools' worker: a reset of that worker (a
+// cancelled command) does not take the servers down with it.
+func jailSpawner(c *closers, cfg *config.Config, dir string, log *slog.Logger) func(ctx context.Context, argv []string) (*sandbox.Process, error) {
+	m := sandbox.NewManager(log)
+	c.add(m.Close)
+	opts := JailOptions(cfg, dir, log)
+	return func(ctx context.Context, argv []string) (*sandbox.Process, error) {
+		return m.Spawn(ctx, opts, argv, "", nil)
+	}
+}
+
+// ServeControl offers the sandboxed workspaces of apps to the user's other
+// warden processes (warden exec, warden sandbox status) until the returned
+// function is called. Without it they build jails of their own, so a
+// failure is a warning, not the end of the server.
+func ServeControl(apps []*App, log *slog.Logger) func() {
+	var targets []sandbox.ControlTarget
+	for _, a := range apps {
+		if a.jail != nil {
+			targets = append(targets, sandbox.ControlTarget{Options: a.jailOpts, Manager: a.jail})
+		}
+	}
+	if len(targets) == 0 {
+		return func() {}
+	}
+	cs, err := sandbox.ListenControl("", targets, log)
+	if err != nil {
+		log.Warn("warden exec and warden sandbox status cannot reach this server's workers", "error", err)
+		return func() {}
+	}
+	return func() { cs.Close() }
+}
