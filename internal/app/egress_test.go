@@ -1,0 +1,91 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/approval/approvaltest"
+	"github.com/wardenhq/warden/internal/egress"
+	"github.com/wardenhq/warden/internal/store"
+)
+
+// A question from the egress proxy is an approval request like any other:
+// pending in the store until a supervisor decides, bound to host and port,
+// and a grant for the host admits its next connection without asking.
+func TestEgressAsker(t *testing.T) {
+	st := approvaltest.Store(t)
+	b := approvaltest.Broker(t, st, nil)
+	a := &EgressAsker{Approver: b, Agent: "build"}
+	q := egress.Question{Host: "registry.example", Port: 443, Workspace: "/w", Session: "s1", Command: "npm install", Secrets: []string{"NPM_TOKEN"}}
+
+	type res struct {
+		ans egress.Answer
+		err error
+	}
+	ask := func() chan res {
+		ch := make(chan res, 1)
+		go func() {
+			ans, err := a.Ask(context.Background(), q)
+			ch <- res{ans, err}
+		}()
+		return ch
+	}
+
+	ch := ask()
+	id := approvaltest.PendingID(t, st)
+	got, err := st.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tool != EgressTool || string(got.Args) != `{"host":"registry.example","port":443}` || got.Workspace != "/w" ||
+		got.Session != "s1" || !strings.Contains(got.Risk, "npm install") || !strings.Contains(got.Risk, "NPM_TOKEN") {
+		t.Errorf("request %+v", got)
+	}
+	if _, err := b.Decide(context.Background(), id, "alice", false, "not this one"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-ch
+	if r.err != nil || r.ans.Allow || r.ans.By != "alice" || r.ans.Reason != "not this one" {
+		t.Errorf("denied: %+v %v", r.ans, r.err)
+	}
+
+	ch = ask()
+	id = approvaltest.PendingID(t, st)
+	if _, _, err := b.ApproveWithGrant(context.Background(), id, "bob", "", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.err != nil || !r.ans.Allow || r.ans.By != "bob" {
+		t.Errorf("approved: %+v %v", r.ans, r.err)
+	}
+	if a, err := st.Get(context.Background(), id); err != nil || a.State != store.Executed {
+		t.Errorf("the approved request is %v, %v; want executed", a.State, err)
+	}
+
+	// Another command, same host and port: the grant admits it at once.
+	q.Command = "curl https://registry.example/"
+	done := make(chan res, 1)
+	go func() { ans, err := a.Ask(context.Background(), q); done <- res{ans, err} }()
+	select {
+	case r := <-done:
+		if r.err != nil || !r.ans.Allow {
+			t.Errorf("granted: %+v %v", r.ans, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the grant did not admit the next connection")
+	}
+}
+
+// With no channel to reach a person, the question fails safe: an error
+// the proxy turns into a refusal naming why.
+func TestEgressAskerNoChannel(t *testing.T) {
+	st := approvaltest.Store(t)
+	b := approvaltest.Broker(t, st, func(o *approval.Options) { o.Remote = false })
+	_, err := (&EgressAsker{Approver: b}).Ask(context.Background(), egress.Question{Host: "x.example", Port: 443, Workspace: "/w"})
+	if !errors.Is(err, approval.ErrNoChannel) || !strings.Contains(err.Error(), "x.example:443") {
+		t.Errorf("err %v; want ErrNoChannel naming the host", err)
+	}
+}
