@@ -34,17 +34,27 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	var (
 		tool, toolArgs string
 		agent          string
+		netTarget      string
 	)
 	c := &cobra.Command{
-		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON",
+		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON | explain --net HOST[:PORT]",
 		Short: "Say what warden would decide about a command or a tool call, and why",
 		Long: "explain parses CMD as bash, judges every simple command in it and prints\n" +
 			"the class of each, the blocklist rule that fired (with the position of the\n" +
 			"offending word) and the decision allow|ask|deny for the configuration and\n" +
 			"mode. With --tool it says the same of any tool call. It runs nothing and\n" +
 			"asks nobody: it takes the engine's own path up to the policy decision.\n" +
+			"With --net it says what a jail's egress policy ([sandbox.egress]) does with\n" +
+			"a connection to HOST:PORT (443 if absent), resolving the name only when\n" +
+			"the policy admits it.\n" +
 			"Exit status 0 whenever it printed a verdict.",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if netTarget != "" {
+				if tool != "" || len(args) > 0 {
+					return usageErr("--net explains a destination alone, without a command or --tool")
+				}
+				return explainNet(cmd, g, netTarget)
+			}
 			if (tool == "") == (len(args) == 0) {
 				return usageErr("explain needs a command (warden explain -- 'CMD') or a tool call (warden explain --tool NAME --args JSON), not both")
 			}
@@ -97,6 +107,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	c.Flags().StringVar(&tool, "tool", "", "explain a call of this tool instead of a command")
 	c.Flags().StringVar(&toolArgs, "args", "{}", "the tool call's arguments as a JSON object (with --tool)")
 	c.Flags().StringVar(&agent, "agent", "", "the agent whose tool set and mode apply")
+	c.Flags().StringVar(&netTarget, "net", "", "explain what the jail's egress policy does with a connection to HOST[:PORT]")
 	return c
 }
 

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
+	egresspolicy "github.com/wardenhq/warden/internal/egress/policy"
 )
 
 // EgressTool is the name a per-host network approval carries in the store,
@@ -54,4 +57,94 @@ func (a *EgressAsker) Ask(ctx context.Context, q egress.Question) (egress.Answer
 		_ = a.Approver.Executed(ctx, out.ID, true, "connection to "+hostPort+" admitted")
 	}
 	return egress.Answer{Allow: out.Approved, By: out.By, Reason: out.Reason}, nil
+}
+
+// NetExplanation is what `warden explain --net` says about a destination.
+type NetExplanation struct {
+	// Network is the jail's mode: "none", "allowlist", "host", or "" when
+	// the workspace has no [sandbox] (commands run on the host's network).
+	Network  string   `json:"network"`
+	Target   string   `json:"target"`   // canonical host:port
+	Decision string   `json:"decision"` // allow | ask | deny: what the egress policy says
+	Rule     string   `json:"rule"`
+	Why      string   `json:"why,omitempty"`
+	Lines    []string `json:"explanation"`
+	// Addresses are the resolver's answers, each with its verdict
+	// (resolved only when the policy admits the name, as the proxy does).
+	Addresses []string `json:"addresses,omitempty"`
+	// Secrets are the brokered secrets this host receives.
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// ExplainNet says what the egress policy of cfg does with "HOST[:PORT]"
+// (port 443 when absent) and why. It resolves the name with r only when
+// the policy admits it (r nil: no lookup).
+func ExplainNet(ctx context.Context, cfg *config.Config, hostPort string, r egress.Resolver) (*NetExplanation, error) {
+	t, err := parseNetTarget(hostPort)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	x := &NetExplanation{Target: t.String()}
+	sb := cfg.Sandbox
+	var eg config.Egress
+	switch {
+	case sb == nil:
+		x.Lines = append(x.Lines, "sandbox: the workspace has no [sandbox]: commands run on the host, with its network; the policy below applies only under network = \"allowlist\"")
+	default:
+		x.Network = string(sb.NetworkMode)
+		eg = sb.Egress
+		switch sb.NetworkMode {
+		case config.NetworkNone:
+			x.Lines = append(x.Lines, `sandbox: network = "none": the jail reaches nothing; the policy below applies only under network = "allowlist"`)
+		case config.NetworkHost:
+			x.Lines = append(x.Lines, `sandbox: network = "host": the jail shares the host's network, unchecked; the policy below applies only under network = "allowlist"`)
+		default:
+			x.Lines = append(x.Lines, `sandbox: network = "allowlist": every connection goes through warden's egress proxy`)
+		}
+	}
+	pol, err := eg.Policy()
+	if err != nil {
+		return nil, err
+	}
+	d := pol.Decide(t)
+	x.Decision, x.Rule, x.Why = d.Verdict.String(), d.Rule, d.Why
+	var addrs []netip.Addr
+	if d.Verdict != egresspolicy.Deny && r != nil && !t.Host.IsIP() {
+		ips, err := r.LookupNetIP(ctx, "ip", t.Host.Name)
+		if err != nil {
+			x.Addresses = append(x.Addresses, "lookup failed: "+err.Error())
+		}
+		addrs = ips
+	}
+	x.Lines = append(x.Lines, pol.Explain(t, addrs...)...)
+	for _, ip := range addrs {
+		x.Addresses = append(x.Addresses, ip.Unmap().String())
+	}
+	for _, s := range eg.Secrets {
+		for _, h := range s.Hosts {
+			if ch, err := egresspolicy.ParseHost(h); err == nil && ch == t.Host {
+				x.Secrets = append(x.Secrets, s.Env)
+			}
+		}
+	}
+	if len(x.Secrets) > 0 {
+		x.Lines = append(x.Lines, "secrets: "+strings.Join(x.Secrets, ", ")+" sent to this host: TLS is terminated with the workspace CA, the placeholder replaced in request headers")
+	}
+	return x, nil
+}
+
+func parseNetTarget(s string) (egresspolicy.Target, error) {
+	t, err := egresspolicy.ParseTarget(s)
+	if err == nil {
+		return t, nil
+	}
+	// No port: the host alone (a name, an IPv4 address or [IPv6]).
+	h, herr := egresspolicy.ParseHost(s)
+	if herr == nil {
+		return egresspolicy.Target{Host: h, Port: 443}, nil
+	}
+	if strings.Contains(err.Error(), "missing :port") {
+		return egresspolicy.Target{}, herr
+	}
+	return egresspolicy.Target{}, err
 }

@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/approvaltest"
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -87,5 +89,45 @@ func TestEgressAskerNoChannel(t *testing.T) {
 	_, err := (&EgressAsker{Approver: b}).Ask(context.Background(), egress.Question{Host: "x.example", Port: 443, Workspace: "/w"})
 	if !errors.Is(err, approval.ErrNoChannel) || !strings.Contains(err.Error(), "x.example:443") {
 		t.Errorf("err %v; want ErrNoChannel naming the host", err)
+	}
+}
+
+func TestExplainNet(t *testing.T) {
+	cfg := config.Default()
+	cfg.Sandbox = &config.Sandbox{NetworkMode: config.NetworkAllowlist, Egress: config.Egress{
+		Allow: []string{"*.pypi.org", "localhost:5432"}, Deny: []string{"evil.pypi.org"}, Unknown: "ask",
+		Secrets: []config.EgressSecret{{Env: "PYPI_TOKEN", Hosts: []string{"upload.pypi.org"}}}}}
+	names := egress.StaticResolver{"files.pypi.org": {netip.MustParseAddr("151.101.0.223"), netip.MustParseAddr("10.0.0.7")},
+		"localhost": {netip.MustParseAddr("127.0.0.1")}, "upload.pypi.org": {netip.MustParseAddr("151.101.0.224")}}
+	for _, c := range []struct {
+		in       string
+		decision string
+		want     []string
+	}{
+		{"files.pypi.org", "allow", []string{"files.pypi.org:443", `allow "*.pypi.org"`, "10.0.0.7: refused", "151.101.0.223: dialled"}},
+		{"localhost:5432", "allow", []string{"exactly", "127.0.0.1: dialled"}},
+		{"EVIL.pypi.org.:443", "deny", []string{"evil.pypi.org:443", `deny "evil.pypi.org"`}},
+		{"example.com:22", "ask", []string{"ask a person"}},
+		{"upload.pypi.org", "allow", []string{"PYPI_TOKEN"}},
+		{"[::1]", "deny", []string{"[::1]:443", "loopback"}},
+	} {
+		x, err := ExplainNet(context.Background(), cfg, c.in, names)
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		all := strings.Join(x.Lines, "\n")
+		if x.Decision != c.decision || x.Network != "allowlist" {
+			t.Errorf("%s: %+v", c.in, x)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: explanation\n%s\nlacks %q", c.in, all, w)
+			}
+		}
+	}
+	for _, bad := range []string{"evil.com\x00.ok", "a b", "2130706433", "host:99999"} {
+		if _, err := ExplainNet(context.Background(), cfg, bad, nil); err == nil {
+			t.Errorf("ExplainNet(%q) accepted it", bad)
+		}
 	}
 }

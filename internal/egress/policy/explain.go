@@ -32,6 +32,7 @@ func (p *Policy) Explain(t Target, addrs ...netip.Addr) []string {
 		out = append(out, "addresses: resolved on the host; loopback, private, link-local, CGNAT, metadata and other special answers are refused (name them in allow to reach them)")
 	}
 	for _, a := range addrs {
+		a = a.Unmap().WithZone("") // as the proxy dials it
 		if why := p.CheckAddr(d, a, t.Port); why != "" {
 			out = append(out, fmt.Sprintf("  %s: refused: %s", a, why))
 		} else if c := netguard.Classify(a); c != "" {
