@@ -32,11 +32,11 @@ function median(s,   a, n, i, j, t) {
 	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 END {
-	printf "%-16s %12s %12s %16s\n", "100 MB transfer", "direct MB/s", "proxy MB/s", "proxy/direct"
+	printf "%-16s %12s %12s %14s %16s\n", "100 MB transfer", "direct MB/s", "proxy MB/s", "proxy/direct", "CPU ms d / p"
 	split("Transfer TransferHTTPS", k, " ")
-	for (i = 1; i <= 2; i++) printf "%-16s %12.0f %12.0f %15.2fx   (goal >= 0.8x)\n", k[i], median(v[k[i] "/direct-MB/s"]), median(v[k[i] "/proxy-MB/s"]), median(v[k[i] "/throughput-ratio"])
+	for (i = 1; i <= 2; i++) printf "%-16s %12.0f %12.0f %13.2fx %9.0f / %-5.0f  (goal >= 0.8x)\n", k[i], median(v[k[i] "/direct-MB/s"]), median(v[k[i] "/proxy-MB/s"]), median(v[k[i] "/throughput-ratio"]), median(v[k[i] "/direct-cpu-ms"]), median(v[k[i] "/proxy-cpu-ms"])
 	print ""
-	printf "%-24s %12s %12s %12s\n", "1,000 new connections", "direct µs", "proxy µs", "added µs"
+	printf "%-24s %12s %12s %12s %16s\n", "1,000 new connections", "direct µs", "proxy µs", "added µs", "added CPU µs"
 	split("NewConnection/http NewConnection/https", c, " ")
-	for (i = 1; i <= 2; i++) printf "%-24s %12.0f %12.0f %12.0f   (goal <= 1000 µs)\n", c[i], median(v[c[i] "/direct-µs/req"]), median(v[c[i] "/proxy-µs/req"]), median(v[c[i] "/added-µs/req"])
+	for (i = 1; i <= 2; i++) printf "%-24s %12.0f %12.0f %12.0f %16.0f   (goal <= 1000 µs)\n", c[i], median(v[c[i] "/direct-µs/req"]), median(v[c[i] "/proxy-µs/req"]), median(v[c[i] "/added-µs/req"]), median(v[c[i] "/added-cpu-µs/req"])
 }'

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,32 +95,47 @@ func sink(b *testing.B) net.Listener {
 // paired runs direct and proxy alternately, n times each, so that a change
 // in the machine's load falls on both, and reports the medians and the
 // median of the pairwise ratios (proxy time / direct time).
-func paired(b *testing.B, n int, direct, proxied func()) (med [2]time.Duration, ratio float64) {
-	var times [2][]time.Duration
+//
+// It also measures the CPU time the process spent (client, origin and,
+// for the proxy, the egress server all run in it): unlike wall time on a
+// shared machine, that barely moves with the load.
+func paired(b *testing.B, n int, direct, proxied func()) (med, cpu [2]time.Duration, ratio float64) {
+	var times, cpus [2][]time.Duration
 	var ratios []float64
 	for range n {
 		var pair [2]time.Duration
 		for i, f := range []func(){direct, proxied} {
+			c0 := cpuTime()
 			t0 := time.Now()
 			f()
 			pair[i] = time.Since(t0)
 			times[i] = append(times[i], pair[i])
+			cpus[i] = append(cpus[i], cpuTime()-c0)
 		}
 		ratios = append(ratios, float64(pair[1])/float64(pair[0]))
 	}
 	for i := range times {
 		slices.Sort(times[i])
-		med[i] = times[i][len(times[i])/2]
+		slices.Sort(cpus[i])
+		med[i], cpu[i] = times[i][len(times[i])/2], cpus[i][len(cpus[i])/2]
 	}
 	slices.Sort(ratios)
-	return med, ratios[len(ratios)/2]
+	return med, cpu, ratios[len(ratios)/2]
 }
 
-func reportTransfer(b *testing.B, med [2]time.Duration, ratio float64) {
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportTransfer(b *testing.B, med, cpu [2]time.Duration, ratio float64) {
 	mbps := func(d time.Duration) float64 { return float64(transferSize) / 1e6 / d.Seconds() }
 	b.ReportMetric(mbps(med[0]), "direct-MB/s")
 	b.ReportMetric(mbps(med[1]), "proxy-MB/s")
 	b.ReportMetric(1/ratio, "throughput-ratio")
+	b.ReportMetric(float64(cpu[0].Milliseconds()), "direct-cpu-ms")
+	b.ReportMetric(float64(cpu[1].Milliseconds()), "proxy-cpu-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -137,14 +153,14 @@ func BenchmarkTransfer(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		med, ratio := paired(b, 7, func() {
+		med, cpu, ratio := paired(b, 7, func() {
 			c, err := net.Dial("tcp", bp.origin)
 			if err != nil {
 				b.Fatal(err)
 			}
 			read(c)
 		}, func() { read(bp.tunnel(b)) })
-		reportTransfer(b, med, ratio)
+		reportTransfer(b, med, cpu, ratio)
 	}
 }
 
@@ -190,8 +206,8 @@ func BenchmarkTransferHTTPS(b *testing.B) {
 	direct := client(func() (net.Conn, error) { return net.Dial("tcp", bp.origin) })
 	proxied := client(func() (net.Conn, error) { return bp.tunnel(b), nil })
 	for b.Loop() {
-		med, ratio := paired(b, 7, func() { get(direct) }, func() { get(proxied) })
-		reportTransfer(b, med, ratio)
+		med, cpu, ratio := paired(b, 7, func() { get(direct) }, func() { get(proxied) })
+		reportTransfer(b, med, cpu, ratio)
 	}
 }
 
@@ -233,7 +249,7 @@ func BenchmarkNewConnection(b *testing.B) {
 		}
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				med, _ := paired(b, 1000, func() {
+				med, cpu, _ := paired(b, 1000, func() {
 					c, err := net.Dial("tcp", tc.o.addr.String())
 					if err != nil {
 						b.Fatal(err)
@@ -253,6 +269,7 @@ func BenchmarkNewConnection(b *testing.B) {
 				b.ReportMetric(float64(med[0].Microseconds()), "direct-µs/req")
 				b.ReportMetric(float64(med[1].Microseconds()), "proxy-µs/req")
 				b.ReportMetric(float64((med[1] - med[0]).Microseconds()), "added-µs/req")
+				b.ReportMetric(float64((cpu[1] - cpu[0]).Microseconds()), "added-cpu-µs/req")
 				b.ReportMetric(0, "ns/op")
 			}
 		})
