@@ -5,11 +5,13 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/approvaltest"
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
 	"github.com/wardenhq/warden/internal/store"
@@ -129,5 +131,41 @@ func TestExplainNet(t *testing.T) {
 		if _, err := ExplainNet(context.Background(), cfg, bad, nil); err == nil {
 			t.Errorf("ExplainNet(%q) accepted it", bad)
 		}
+	}
+}
+
+type recordSink struct {
+	mu   sync.Mutex
+	recs []*audit.Record
+}
+
+func (s *recordSink) Write(_ context.Context, r *audit.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, r)
+	return nil
+}
+
+func TestEgressAudit(t *testing.T) {
+	sink := &recordSink{}
+	a := NewEgressAudit(sink, nil)
+	a.EgressEvent(egress.Event{Time: time.Now(), Workspace: "/w", Session: "s", Command: "curl x", Proto: "connect", Host: "github.com", Port: 443,
+		Addr: "140.82.121.3:443", Decision: "allow", Rule: `allow "github.com:443"`, DecidedBy: "policy", TLS: "sni", BytesUp: 10, BytesDown: 20, Duration: time.Second})
+	a.EgressEvent(egress.Event{Proto: "http", Host: "x.pastebin.com", Port: 80, Decision: "deny", Rule: `deny "*.pastebin.com"`, Reason: "denied"})
+	a.EgressEvent(egress.Event{Proto: "connect", Host: "api.example", Port: 443, Decision: "allow", Reason: "could not connect"})
+	a.Close()
+	if len(sink.recs) != 3 {
+		t.Fatalf("%d records", len(sink.recs))
+	}
+	r := sink.recs[0]
+	if r.Event != "egress" || r.Tool != EgressTool || r.Decision != audit.DecisionAllow || !r.Success || r.Duration != 1000 ||
+		string(r.Args) != `{"host":"github.com","port":443,"proto":"connect","addr":"140.82.121.3:443","tls":"sni","bytes_up":10,"bytes_down":20,"command":"curl x"}` {
+		t.Errorf("allowed: %+v %s", r, r.Args)
+	}
+	if r := sink.recs[1]; r.Decision != audit.DecisionDeny || r.Reason != "denied" || r.Success {
+		t.Errorf("denied: %+v", r)
+	}
+	if r := sink.recs[2]; r.Decision != audit.DecisionAllow || r.Success || r.Error != "could not connect" {
+		t.Errorf("failed: %+v", r)
 	}
 }
