@@ -29,8 +29,14 @@ const SystemBundle = "/etc/ssl/certs/ca-certificates.crt"
 // named in allow (e.g. "localhost:5432") is reached through the proxy
 // explicitly (SOCKS5), never by a name the jail resolves.
 func JailEnv(bundle string) []string {
-	httpProxy := fmt.Sprintf("http://127.0.0.1:%d", JailHTTPPort)
-	socks := fmt.Sprintf("socks5h://127.0.0.1:%d", JailSOCKSPort)
+	return ProxyEnv(fmt.Sprintf("127.0.0.1:%d", JailHTTPPort), fmt.Sprintf("127.0.0.1:%d", JailSOCKSPort), bundle)
+}
+
+// ProxyEnv is JailEnv for a proxy at other addresses (tests on the host
+// give the same programs the same variables).
+func ProxyEnv(httpAddr, socksAddr, bundle string) []string {
+	httpProxy := "http://" + httpAddr
+	socks := "socks5h://" + socksAddr
 	noProxy := "localhost,127.0.0.1,::1"
 	env := []string{
 		// curl reads only the lower-case http_proxy (httpoxy); Go, Python and
