@@ -6,11 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/wardenhq/warden/internal/egress/relay"
 )
 
 // JailSocketPath is where a gateway's socket is bound inside the jail; the
 // relay in the jail dials it.
-const JailSocketPath = "/run/warden/egress.sock"
+const JailSocketPath = relay.SocketPath
 
 // GatewayOptions configure the host side of one jail's egress.
 type GatewayOptions struct {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+
+	"github.com/wardenhq/warden/internal/egress/relay"
 )
 
-// The relay's ports on the jail's loopback. The jail has a network
-// namespace of its own, so fixed ports collide with nothing on the host.
+// The relay's ports on the jail's loopback (relay.ListenJail).
 const (
-	JailHTTPPort  = 3128 // HTTP proxy: CONNECT and absolute-form
-	JailSOCKSPort = 1080 // SOCKS5 (the same server: it tells them apart)
+	JailHTTPPort  = relay.HTTPPort
+	JailSOCKSPort = relay.SOCKSPort
 )
 
 // JailBundlePath is where the CA bundle (the system's CAs and the

@@ -11,6 +11,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Where the relay listens and dials inside a jail. The jail has a network
+// namespace of its own, so fixed ports collide with nothing on the host.
+const (
+	SocketPath = "/run/warden/egress.sock" // the host's socket, bound into the jail
+	HTTPPort   = 3128                      // HTTP proxy: CONNECT and absolute-form
+	SOCKSPort  = 1080                      // SOCKS5 (the same server: it tells them apart)
+)
+
+// ListenJail starts a relay to SocketPath on the jail's loopback, on
+// HTTPPort and SOCKSPort: what `warden worker` runs under network =
+// "allowlist".
+func ListenJail() (*Relay, error) {
+	r := &Relay{Socket: SocketPath}
+	for _, port := range []int{HTTPPort, SOCKSPort} {
+		if _, err := r.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
 // Magic is the one byte of data each message carries (a descriptor
 // cannot travel alone on a stream socket); it names the version.
 const Magic = 'W'
