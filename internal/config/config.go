@@ -171,7 +171,7 @@ type Sandbox struct {
 	Mask        []string `toml:"mask" yaml:"mask" json:"mask"`
 	NoGPU       bool     `toml:"no_gpu" yaml:"no_gpu" json:"no_gpu"`
 	Lockdown    bool     `toml:"lockdown" yaml:"lockdown" json:"lockdown"`
-	Network     bool     `toml:"-" yaml:"-" json:"-"`                                  // the host's network: NetworkMode == "host"
+	Network     bool     `toml:"-" yaml:"-" json:"host_network,omitempty"`             // the host's network: NetworkMode == "host"
 	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
 	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
 
