@@ -153,18 +153,23 @@ func (s *Server) serve(l net.Listener, relayed bool) error {
 		delete(s.listeners, l)
 		s.mu.Unlock()
 	}()
+	var backoff time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if s.ctx.Err() != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return net.ErrClosed
 			}
-			return err
+			// Out of descriptors, say: wait and go on, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return net.ErrClosed
+			}
+			continue
 		}
+		backoff = 0
 		if relayed {
 			go s.receive(c)
 			continue

@@ -74,15 +74,20 @@ func (r *Relay) Listen(addr string) (net.Addr, error) {
 }
 
 func (r *Relay) serve(l net.Listener) {
+	var backoff time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Out of descriptors, say: wait and go on, as net/http does;
+			// a relay that stopped would leave the jail without a network.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		// Sequential on purpose: handing a descriptor over is a connect
 		// and a sendmsg, and the kernel queues the clients meanwhile.
 		r.pass(c.(*net.TCPConn))
