@@ -15,8 +15,8 @@ const (
 )
 
 // JailBundlePath is where the CA bundle (the system's CAs and the
-// workspace CA) is mounted in the jail, besides over the system bundle.
-const JailBundlePath = "/run/warden/egress/ca-bundle.pem"
+// workspace CA) is bound in the jail.
+const JailBundlePath = relay.BundlePath
 
 // SystemBundle is the system's CA bundle on Debian and its derivatives,
 // which OpenSSL, GnuTLS, Go and curl read by default.

@@ -17,6 +17,9 @@ const (
 	SocketPath = "/run/warden/egress.sock" // the host's socket, bound into the jail
 	HTTPPort   = 3128                      // HTTP proxy: CONNECT and absolute-form
 	SOCKSPort  = 1080                      // SOCKS5 (the same server: it tells them apart)
+	// BundlePath is where the CA bundle (the system's CAs and the
+	// workspace CA) is bound when secrets are brokered.
+	BundlePath = "/run/warden/egress/ca-bundle.pem"
 )
 
 // ListenJail starts a relay to SocketPath on the jail's loopback, on
