@@ -10,14 +10,14 @@ import (
 )
 
 // ProcAttributor names the command behind a relayed connection from
-// /proc: the TCP socket whose ports are those of the socket the relay
-// handed over, in the network
-// namespace of the process rootPID returns (the jail's init, or the
-// worker), and the process among it and its descendants holding it. It
+// /proc: among the process rootPID returns (bubblewrap, the jail's init or
+// the worker) and its descendants, the one holding the client's end of the
+// TCP connection whose ports are those of the socket the relay handed
+// over (found in the net/tcp of the descendants' network namespaces). It
 // returns "" when it cannot tell (the process is gone, /proc is not
-// readable). The lookup runs while the connection
-// proceeds; a connection that ends within a millisecond or two may not be
-// attributed.
+// readable, the jail's processes are not this host's children, as in a
+// container). The lookup runs while the connection proceeds; a connection
+// that ends within a millisecond or two may not be attributed.
 //
 // The jail chose the socket it handed over, so the answer is a hint: a
 // jailed program could hand over another process's socket, and have its
@@ -28,19 +28,40 @@ func ProcAttributor(rootPID func() int) func(ConnInfo) string {
 		if !ci.Relayed {
 			return ""
 		}
-		pid := rootPID()
-		if pid <= 0 {
+		root := rootPID()
+		if root <= 0 {
 			return ""
 		}
-		inode := socketInode(pid, ci.ClientPort, ci.ListenerPort)
+		procs := descendants(root)
+		seen := map[string]bool{}
+		inode := ""
+		for _, pid := range procs {
+			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+			if err != nil || seen[ns] {
+				continue
+			}
+			seen[ns] = true
+			if inode = socketInode(pid, ci.ClientPort, ci.ListenerPort); inode != "" {
+				break
+			}
+		}
 		if inode == "" {
 			return ""
 		}
-		owner := socketOwner(pid, inode)
-		if owner <= 0 {
-			return ""
+		target := "socket:[" + inode + "]"
+		for _, pid := range procs {
+			dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+			fds, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				if l, err := os.Readlink(dir + fd.Name()); err == nil && l == target {
+					return cmdline(pid)
+				}
+			}
 		}
-		return cmdline(owner)
+		return ""
 	}
 }
 
@@ -69,12 +90,11 @@ func socketInode(pid int, local, remote uint16) string {
 	return ""
 }
 
-// socketOwner finds the process holding the socket inode among root and
-// its descendants (a jail's processes are its init's), following
+// descendants lists root and its descendants, following
 // /proc/PID/task/TID/children: a walk over the jail's few processes, not
 // the host's many.
-func socketOwner(root int, inode string) int {
-	target := "socket:[" + inode + "]"
+func descendants(root int) []int {
+	var out []int
 	queue, seen := []int{root}, map[int]bool{}
 	for len(queue) > 0 && len(seen) < 4096 {
 		pid := queue[0]
@@ -83,17 +103,11 @@ func socketOwner(root int, inode string) int {
 			continue
 		}
 		seen[pid] = true
-		dir := "/proc/" + strconv.Itoa(pid)
-		if fds, err := os.ReadDir(dir + "/fd"); err == nil {
-			for _, fd := range fds {
-				if l, err := os.Readlink(dir + "/fd/" + fd.Name()); err == nil && l == target {
-					return pid
-				}
-			}
-		}
-		tasks, _ := os.ReadDir(dir + "/task")
+		out = append(out, pid)
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		tasks, _ := os.ReadDir(dir)
 		for _, task := range tasks {
-			b, _ := os.ReadFile(dir + "/task/" + task.Name() + "/children")
+			b, _ := os.ReadFile(dir + task.Name() + "/children")
 			for _, c := range strings.Fields(string(b)) {
 				if n, err := strconv.Atoi(c); err == nil {
 					queue = append(queue, n)
@@ -101,7 +115,7 @@ func socketOwner(root int, inode string) int {
 			}
 		}
 	}
-	return 0
+	return out
 }
 
 // cmdline is a process's command line, arguments joined by spaces and cut
