@@ -14,7 +14,9 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # HTTP server and its streams, the engine, MCP sessions, the agent loop, the
 # audit sinks, the composition that wires them).
 RACE_PKGS ?= ./internal/approval/... ./internal/store/... ./internal/server/... ./internal/engine/... \
-	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/... ./internal/egress/...
+	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/...
+# The egress proxy's connections, questions and audit share state too.
+RACE_PKGS += ./internal/egress/...
 
 # The whole test suite, as CI runs it (CI also sets WARDEN_REQUIRE_SANDBOX=1,
 # so a test that needs the jail fails instead of skipping): the checks, the
