@@ -5,42 +5,51 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // ProcAttributor names the command behind a relayed connection from
-// /proc: among the process rootPID returns (bubblewrap, the jail's init or
-// the worker) and its descendants, the one holding the client's end of the
-// TCP connection whose ports are those of the socket the relay handed
-// over (found in the net/tcp of the descendants' network namespaces). It
+// /proc: among the processes pids returns (the jail's: its pids cgroup's
+// cgroup.procs is one read; Descendants walks a process tree), the one
+// holding the client's end of the TCP connection whose ports are those of
+// the socket the relay handed over, found in the net/tcp of their network
+// namespaces (the jail's before this process's own, the large one). It
 // returns "" when it cannot tell (the process is gone, /proc is not
-// readable, the jail's processes are not this host's children, as in a
-// container). The lookup runs while the connection proceeds; a connection
-// that ends within a millisecond or two may not be attributed.
+// readable, the jail's processes are not visible here, as in a container).
 //
 // The jail chose the socket it handed over, so the answer is a hint: a
 // jailed program could hand over another process's socket, and have its
 // connection attributed to that process of the same jail, never to
 // anything outside it.
-func ProcAttributor(rootPID func() int) func(ConnInfo) string {
+func ProcAttributor(pids func() []int) func(ConnInfo) string {
 	return func(ci ConnInfo) string {
 		if !ci.Relayed {
 			return ""
 		}
-		root := rootPID()
-		if root <= 0 {
-			return ""
-		}
-		procs := descendants(root)
+		procs := pids()
+		own, _ := os.Readlink("/proc/self/ns/net")
+		var nsPIDs []int
 		seen := map[string]bool{}
-		inode := ""
+		ownPID := 0
 		for _, pid := range procs {
 			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
 			if err != nil || seen[ns] {
 				continue
 			}
 			seen[ns] = true
+			if ns == own {
+				ownPID = pid
+				continue
+			}
+			nsPIDs = append(nsPIDs, pid)
+		}
+		if ownPID != 0 {
+			nsPIDs = append(nsPIDs, ownPID)
+		}
+		inode := ""
+		for _, pid := range nsPIDs {
 			if inode = socketInode(pid, ci.ClientPort, ci.ListenerPort); inode != "" {
 				break
 			}
@@ -49,7 +58,7 @@ func ProcAttributor(rootPID func() int) func(ConnInfo) string {
 			return ""
 		}
 		target := "socket:[" + inode + "]"
-		for _, pid := range procs {
+		for _, pid := range slices.Backward(procs) { // the client is likelier among the newest
 			dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
 			fds, err := os.ReadDir(dir)
 			if err != nil {
@@ -63,6 +72,21 @@ func ProcAttributor(rootPID func() int) func(ConnInfo) string {
 		}
 		return ""
 	}
+}
+
+// CgroupPIDs lists the processes of a cgroup (its cgroup.procs file).
+func CgroupPIDs(dir string) []int {
+	b, err := os.ReadFile(dir + "/cgroup.procs")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // socketInode finds, in /proc/PID/net/tcp{,6}, the socket whose local
@@ -90,10 +114,10 @@ func socketInode(pid int, local, remote uint16) string {
 	return ""
 }
 
-// descendants lists root and its descendants, following
+// Descendants lists root and its descendants, following
 // /proc/PID/task/TID/children: a walk over the jail's few processes, not
 // the host's many.
-func descendants(root int) []int {
+func Descendants(root int) []int {
 	var out []int
 	queue, seen := []int{root}, map[int]bool{}
 	for len(queue) > 0 && len(seen) < 4096 {

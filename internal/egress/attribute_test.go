@@ -21,7 +21,7 @@ func TestProcAttributor(t *testing.T) {
 	up := startOrigin(t, "tcp", "127.0.0.1:0")
 	f := baseFixture()
 	f.opts = func(o *Options) {
-		attr := ProcAttributor(func() int { return os.Getpid() }) // the test shares the relay's namespace
+		attr := ProcAttributor(func() []int { return Descendants(os.Getpid()) }) // the test shares the relay's namespace
 		o.Attribute = func(ci ConnInfo) Attribution { return Attribution{Command: attr(ci)} }
 	}
 	p := startProxy(t, f)
@@ -42,7 +42,7 @@ func TestProcAttributor(t *testing.T) {
 
 func TestProcAttributorUnknown(t *testing.T) {
 	t.Parallel()
-	attr := ProcAttributor(func() int { return os.Getpid() })
+	attr := ProcAttributor(func() []int { return Descendants(os.Getpid()) })
 	if got := attr(ConnInfo{Relayed: true, ClientPort: 1, ListenerPort: 2}); got != "" {
 		t.Errorf("attributed a connection that does not exist to %q", got)
 	}

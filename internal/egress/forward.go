@@ -85,6 +85,7 @@ func (f *forwarder) absolute(rq *reqHead, req *http.Request, start time.Time) bo
 		f.up = newUpstream(rq.target, ap, c)
 	}
 	ev.Addr = f.up.addr.String()
+	f.cc.startAttribution() // admitted and dialled: look it up beside the request
 	return f.roundTrip(req, &ev)
 }
 

@@ -144,6 +144,7 @@ func (s *Server) connect(cc *clientConn, w *bufio.Writer, rq *reqHead, start tim
 		s.audit(cc, ev, start)
 		return
 	}
+	cc.startAttribution()
 	s.tunnel(cc, up, adm, &ev)
 	s.audit(cc, ev, start)
 }

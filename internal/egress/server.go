@@ -260,17 +260,36 @@ type clientConn struct {
 	net.Conn
 	br       *bufio.Reader
 	info     ConnInfo
+	lookup   func(ConnInfo) Attribution // nil: unattributed
 	attr     Attribution
+	attrOnce sync.Once
 	attrDone chan struct{} // closed once attr is known
 }
 
-// attribution waits for the connection's attribution, which is looked up
-// (from /proc, say) while the connection proceeds: only a question to a
-// person and the audit event need it.
+// startAttribution starts looking the connection's attribution up (from
+// /proc, say: a millisecond or two of system calls), once, beside the
+// connection. It is started when the connection is under way — after the
+// first response or once a tunnel is open — so that the lookup does not
+// compete with the connection's start for a busy host's CPU.
+func (cc *clientConn) startAttribution() {
+	cc.attrOnce.Do(func() {
+		cc.attrDone = make(chan struct{})
+		if cc.lookup == nil {
+			close(cc.attrDone)
+			return
+		}
+		go func() {
+			defer close(cc.attrDone)
+			cc.attr = cc.lookup(cc.info)
+		}()
+	})
+}
+
+// attribution waits for the connection's attribution: only a question to
+// a person and the audit event need it.
 func (cc *clientConn) attribution() Attribution {
-	if cc.attrDone != nil {
-		<-cc.attrDone
-	}
+	cc.startAttribution()
+	<-cc.attrDone
 	return cc.attr
 }
 
@@ -288,15 +307,8 @@ func (s *Server) handle(c net.Conn, info ConnInfo) {
 	s.stats.active.Add(1)
 	defer s.stats.active.Add(-1)
 	c.SetReadDeadline(time.Now().Add(s.headTimeout))
-	cc := &clientConn{Conn: c, br: bufio.NewReaderSize(c, maxHead), info: info}
-	if s.opts.Attribute != nil {
-		cc.attrDone = make(chan struct{})
-		go func() {
-			defer close(cc.attrDone)
-			cc.attr = s.opts.Attribute(info)
-		}()
-		defer cc.attribution() // never leave the lookup behind
-	}
+	cc := &clientConn{Conn: c, br: bufio.NewReaderSize(c, maxHead), info: info, lookup: s.opts.Attribute}
+	defer cc.attribution() // never leave a lookup behind
 	first, err := cc.br.Peek(1)
 	if err != nil {
 		return

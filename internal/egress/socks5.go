@@ -234,6 +234,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		s.audit(cc, ev, start)
 		return
 	}
+	cc.startAttribution()
 	s.tunnel(cc, up, adm, &ev)
 	s.audit(cc, ev, start)
 }
