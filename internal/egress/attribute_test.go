@@ -2,6 +2,8 @@ package egress
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,8 +23,9 @@ func TestProcAttributor(t *testing.T) {
 	up := startOrigin(t, "tcp", "127.0.0.1:0")
 	f := baseFixture()
 	f.opts = func(o *Options) {
-		attr := ProcAttributor(func() []int { return Descendants(os.Getpid()) }) // the test shares the relay's namespace
-		o.Attribute = func(ci ConnInfo) Attribution { return Attribution{Command: attr(ci)} }
+		attr := NewAttributor(func() []int { return Descendants(os.Getpid()) }) // the test shares the relay's namespace
+		t.Cleanup(attr.Close)
+		o.Attribute = func(ci ConnInfo) Attribution { return Attribution{Command: attr.Lookup(ci)} }
 	}
 	p := startProxy(t, f)
 	r := &relay.Relay{Socket: p.socket}
@@ -42,11 +45,38 @@ func TestProcAttributor(t *testing.T) {
 
 func TestProcAttributorUnknown(t *testing.T) {
 	t.Parallel()
-	attr := ProcAttributor(func() []int { return Descendants(os.Getpid()) })
-	if got := attr(ConnInfo{Relayed: true, ClientPort: 1, ListenerPort: 2}); got != "" {
+	attr := NewAttributor(func() []int { return Descendants(os.Getpid()) })
+	defer attr.Close()
+	if got := attr.Lookup(ConnInfo{Relayed: true, ClientPort: 1, ListenerPort: 2}); got != "" {
 		t.Errorf("attributed a connection that does not exist to %q", got)
 	}
-	if got := attr(ConnInfo{}); got != "" {
+	if got := attr.Lookup(ConnInfo{}); got != "" {
 		t.Errorf("attributed an unrelayed connection to %q", got)
 	}
+}
+
+// sock_diag finds a connection's client socket by its exact addresses: the
+// same inode its descriptor links to.
+func TestSockDiag(t *testing.T) {
+	t.Parallel()
+	d, err := openSockDiag(os.Getpid())
+	if err != nil {
+		testenv.Skip(t, "cannot enter a network namespace here (%v)", err)
+	}
+	defer d.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err == nil, "%v", err)
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	must(t, err == nil, "%v", err)
+	defer c.Close()
+	s, _ := l.Accept()
+	defer s.Close()
+	f, _ := c.(*net.TCPConn).File()
+	defer f.Close()
+	link, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	n, err := d.inode(c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort())
+	must(t, err == nil && link == "socket:["+strconv.FormatUint(uint64(n), 10)+"]", "sock_diag says %d (%v); the descriptor is %s", n, err, link)
+	none, err := d.inode(netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2"))
+	must(t, none == 0, "a socket that does not exist: %d %v", none, err)
 }

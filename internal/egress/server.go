@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -58,11 +59,12 @@ type Options struct {
 // ConnInfo is what is known about a client connection before it speaks.
 type ConnInfo struct {
 	// Relayed is set when the jail's relay handed the connection over;
-	// ClientPort and ListenerPort are then the jail-side socket's ports
-	// (for attribution: the jail chose the socket, so they are a hint).
-	Relayed      bool
-	ClientPort   uint16
-	ListenerPort uint16
+	// Client and Listener are then the jail-side socket's addresses (for
+	// attribution: the jail chose the socket, so they are a hint).
+	Relayed          bool
+	Client, Listener netip.AddrPort
+	ClientPort       uint16
+	ListenerPort     uint16
 }
 
 // Attribution names who opened a connection, as far as it can be known.
@@ -201,9 +203,11 @@ func (s *Server) receive(c net.Conn) {
 	uc.Close()
 	info := ConnInfo{Relayed: true}
 	if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
+		info.Client = a.AddrPort()
 		info.ClientPort = uint16(a.Port)
 	}
 	if a, ok := tc.LocalAddr().(*net.TCPAddr); ok {
+		info.Listener = a.AddrPort()
 		info.ListenerPort = uint16(a.Port)
 	}
 	s.ServeConn(tc, info)
