@@ -33,6 +33,9 @@ type GatewayOptions struct {
 	// SystemBundle is the host's CA bundle the jail's bundle starts from
 	// (default SystemBundle).
 	SystemBundle string
+	// Attributor, when set, names the command behind each connection
+	// (Server.Attribute is then its Lookup); the gateway closes it.
+	Attributor *Attributor
 }
 
 // Gateway is a running egress server for one jail, listening on a unix
@@ -53,6 +56,7 @@ type Gateway struct {
 
 	dir  string
 	done chan struct{}
+	attr *Attributor
 }
 
 // StartGateway makes the gateway's directory, the broker (creating the
@@ -73,8 +77,11 @@ func StartGateway(o GatewayOptions) (g *Gateway, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	g = &Gateway{dir: dir, Socket: filepath.Join(dir, "egress.sock"), done: make(chan struct{})}
+	g = &Gateway{dir: dir, Socket: filepath.Join(dir, "egress.sock"), done: make(chan struct{}), attr: o.Attributor}
 	opts := o.Server
+	if a := o.Attributor; a != nil {
+		opts.Attribute = func(ci ConnInfo) Attribution { return Attribution{Command: a.Lookup(ci)} }
+	}
 	if len(o.Secrets) > 0 {
 		if o.StateDir == "" {
 			return nil, errors.New("egress gateway: brokered secrets need warden's state directory")
@@ -129,6 +136,9 @@ func StartGateway(o GatewayOptions) (g *Gateway, err error) {
 func (g *Gateway) Close() error {
 	err := g.Server.Close()
 	<-g.done
+	if g.attr != nil {
+		g.attr.Close()
+	}
 	os.RemoveAll(g.dir)
 	return err
 }
