@@ -12,9 +12,11 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # The packages whose tests run a second time under the race detector: those
 # where goroutines share state (brokers and their channels, the store, the
 # HTTP server and its streams, the engine, MCP sessions, the agent loop, the
-# audit sinks, the composition that wires them).
+# audit sinks, the composition that wires them, the sandbox's workers, streams
+# and control socket, the command runner).
 RACE_PKGS ?= ./internal/approval/... ./internal/store/... ./internal/server/... ./internal/engine/... \
-	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/...
+	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/... \
+	./internal/sandbox/... ./internal/command/...
 # The egress proxy's connections, questions and audit share state too.
 RACE_PKGS += ./internal/egress/...
 

@@ -17,6 +17,7 @@ import (
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/control"
 )
 
 // newExecCmd is `warden exec -- CMD ARGS…`: one command in the workspace's
@@ -83,7 +84,7 @@ func execInJail(ctx context.Context, opts *sandbox.Options, spec command.Spec, v
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	res, pid, err := sandbox.ExecViaServe(ctx, "", opts, spec)
+	res, pid, err := control.ExecViaServe(ctx, "", opts, spec)
 	if err == nil {
 		log.Info("ran in the worker of warden serve", "pid", pid)
 		if verbose {
@@ -91,14 +92,14 @@ func execInJail(ctx context.Context, opts *sandbox.Options, spec command.Spec, v
 		}
 		return res, nil
 	}
-	if !errors.Is(err, sandbox.ErrNotHeld) {
+	if !errors.Is(err, control.ErrNotHeld) {
 		return command.Result{}, err
 	}
 	log.Info("no warden serve holds this workspace; starting a jail for the call", "why", err)
 	if verbose {
 		why := ""
-		if err != sandbox.ErrNotHeld {
-			why = " (" + strings.TrimPrefix(err.Error(), sandbox.ErrNotHeld.Error()+": ") + ")"
+		if err != control.ErrNotHeld {
+			why = " (" + strings.TrimPrefix(err.Error(), control.ErrNotHeld.Error()+": ") + ")"
 		}
 		fmt.Fprintf(stderr, "warden: no warden serve holds this workspace%s; starting a jail for this call\n", why)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/control"
 )
 
 func newSandboxCmd(g *globalFlags) *cobra.Command {
@@ -56,7 +57,7 @@ type sandboxStatus struct {
 	Settings  *sandbox.Settings   `json:"settings,omitempty"`
 	Host      *sandbox.HostReport `json:"host,omitempty"`
 	// Serves are the running warden serve processes of this user.
-	Serves []sandbox.ServeStatus `json:"serves"`
+	Serves []control.ServeStatus `json:"serves"`
 	// Workers are their running workers, for every workspace.
 	Workers []servedWorker `json:"workers"`
 }
@@ -69,9 +70,9 @@ type servedWorker struct {
 
 // servedWorkers asks every running warden serve of this user what it
 // holds. One that does not answer is logged and left out.
-func servedWorkers(ctx context.Context, log *slog.Logger) ([]sandbox.ServeStatus, []servedWorker) {
-	serves, workers := []sandbox.ServeStatus{}, []servedWorker{}
-	found, err := sandbox.FindServes("")
+func servedWorkers(ctx context.Context, log *slog.Logger) ([]control.ServeStatus, []servedWorker) {
+	serves, workers := []control.ServeStatus{}, []servedWorker{}
+	found, err := control.FindServes("")
 	if err != nil {
 		log.Warn("cannot look for warden serve processes", "error", err)
 		return serves, workers

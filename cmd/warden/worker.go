@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/jailworker"
+	"github.com/wardenhq/warden/internal/sandbox/sshjail"
 )
 
 // newWorkerCmd is `warden worker`, the process inside a sandbox jail. It is
@@ -31,12 +32,12 @@ func newWorkerCmd(g *globalFlags) *cobra.Command {
 				if dir == "" || jailSpec == "" || spec != "" {
 					return usageErr("worker --jail needs --workspace and --sandbox (and no --spec)")
 				}
-				return sandbox.ServeJail(ctx, dir, jailSpec, os.Stdin, os.Stdout, os.Stderr)
+				return sshjail.ServeJail(ctx, dir, jailSpec, os.Stdin, os.Stdout, os.Stderr)
 			}
 			if spec == "" {
 				return usageErr("worker needs --spec")
 			}
-			return sandbox.ServeWorker(ctx, spec, os.Stdin, os.Stdout)
+			return jailworker.Serve(ctx, spec, os.Stdin, os.Stdout)
 		},
 	}
 	c.Flags().StringVar(&spec, "spec", "", "worker spec (JSON)")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/control"
 )
 
 // JailOptions are the sandbox options of the workspace dir under cfg. An
@@ -56,16 +57,16 @@ func jailSpawner(c *closers, cfg *config.Config, dir string, log *slog.Logger) f
 // function is called. Without it they build jails of their own, so a
 // failure is a warning, not the end of the server.
 func ServeControl(apps []*App, log *slog.Logger) func() {
-	var targets []sandbox.ControlTarget
+	var targets []control.Target
 	for _, a := range apps {
 		if a.jail != nil {
-			targets = append(targets, sandbox.ControlTarget{Options: a.jailOpts, Manager: a.jail})
+			targets = append(targets, control.Target{Options: a.jailOpts, Manager: a.jail})
 		}
 	}
 	if len(targets) == 0 {
 		return func() {}
 	}
-	cs, err := sandbox.ListenControl("", targets, log)
+	cs, err := control.Listen("", targets, log)
 	if err != nil {
 		log.Warn("warden exec and warden sandbox status cannot reach this server's workers", "error", err)
 		return func() {}

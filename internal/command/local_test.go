@@ -29,7 +29,7 @@ func TestLocalRunsInDirWithExactEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// sh adds PWD, SHLVL and _ itself; nothing else may appear.
+	// bash adds PWD, SHLVL and _ itself; nothing else may appear.
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(res.Output), "\n") {
 		if strings.HasPrefix(line, "PWD=") || strings.HasPrefix(line, "SHLVL=") || strings.HasPrefix(line, "_=") || strings.HasPrefix(line, "OLDPWD=") {
@@ -192,8 +192,11 @@ func TestLocalExitCodeAndSignal(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d", tc.shell, res.ExitCode, tc.want)
 		}
 	}
-	if _, err := l.Run(context.Background(), Spec{Argv: []string{"/nonexistent/prog"}, Env: testEnv()}); err == nil {
-		t.Error("missing program: no error")
+	// A program that is not there is the shell's 127, not an error: the
+	// model reads the same on the host and in a jail.
+	res, err := l.Run(context.Background(), Spec{Argv: []string{"/nonexistent/prog"}, Env: testEnv()})
+	if err != nil || res.ExitCode != NotFoundExitCode {
+		t.Errorf("missing program: %+v, %v; want exit 127", res, err)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 )
 
 // Spec is one command to run. Exactly one of Argv and Shell is set: Shell is
-// a command line run by /bin/sh -c after the shell policy has judged it.
+// a command line, judged by the shell policy as bash reads it and run as
+// `bash --noprofile --norc -c LINE` (never sh); Argv is a program and its
+// arguments, the program looked up on Env's PATH.
 type Spec struct {
 	Argv  []string
 	Shell string
@@ -18,7 +20,8 @@ type Spec struct {
 	// Env is the complete environment (KEY=VALUE); the runner adds nothing.
 	Env     []string
 	Timeout time.Duration
-	// MaxOutputLines cuts the combined output, keeping head and tail (0: no cut).
+	// MaxOutputLines cuts the combined output, keeping head and tail (0: no
+	// cut by lines; the runner's byte bound still holds).
 	MaxOutputLines int
 }
 
@@ -32,9 +35,12 @@ type Result struct {
 	CutLines int `json:"cut_lines,omitempty"`
 }
 
-// Runner runs commands: on the host (Local) or in the workspace jail (sandbox).
-// An error means the command could not be run at all; a command that ran and
-// failed is a Result with a non-zero ExitCode.
+// Runner runs commands: on the host (Local) or in the workspace jail
+// (sandbox, whose worker runs them with Local). An error means the command
+// could not be run at all or was cancelled; a command that ran and failed,
+// timed out, or whose program is missing is a Result with a non-zero
+// ExitCode. Every Runner reports the same event with the same Result (see
+// internal/command/commandtest).
 type Runner interface {
 	Run(ctx context.Context, spec Spec) (Result, error)
 }

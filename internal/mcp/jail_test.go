@@ -20,6 +20,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/testenv"
 )
 
 var (
@@ -53,12 +54,7 @@ func jailServer(t testing.TB) string {
 // needJail skips without bubblewrap, or fails under WARDEN_REQUIRE_SANDBOX=1.
 func needJail(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("bwrap is missing and WARDEN_REQUIRE_SANDBOX=1: %v", err)
-		}
-		t.Skipf("skipping: bwrap is not installed (%v); set WARDEN_REQUIRE_SANDBOX=1 to make this a failure", err)
-	}
+	testenv.Need(t, "bwrap")
 }
 
 // marker is a random argument the test finds the server's processes by.

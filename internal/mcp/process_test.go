@@ -15,7 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/jailworker"
 	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/testenv"
 )
@@ -49,10 +49,10 @@ func warden(t testing.TB) string {
 }
 
 // TestMain doubles as `warden worker` for the jails the tests start (they
-// re-execute this test binary, bound at sandbox.JailExe).
+// re-execute this test binary, bound at jail.JailExe).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 3 && os.Args[1] == "worker" && os.Args[2] == "--spec" {
-		if err := sandbox.ServeWorker(context.Background(), os.Args[3], os.Stdin, os.Stdout); err != nil {
+		if err := jailworker.Serve(context.Background(), os.Args[3], os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(1)
 		}

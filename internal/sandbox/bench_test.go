@@ -1,4 +1,4 @@
-package sandbox
+package sandbox_test
 
 import (
 	"bytes"
@@ -11,6 +11,11 @@ import (
 
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/bwrap"
+	"github.com/wardenhq/warden/internal/sandbox/jail"
+	"github.com/wardenhq/warden/internal/sandbox/seccomp"
+	"github.com/wardenhq/warden/internal/testenv"
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
@@ -19,12 +24,12 @@ import (
 // and a fresh bubblewrap jail per call. bench/sandbox.sh runs them and
 // prints the ratios.
 
-func benchWorker(b *testing.B) (*Worker, string) {
+func benchWorker(b *testing.B) (*sandbox.Worker, string) {
 	b.Helper()
-	needJail(b)
+	testenv.Need(b, "bwrap")
 	dir := b.TempDir()
 	os.WriteFile(filepath.Join(dir, "r.txt"), bytes.Repeat([]byte("x"), 4096), 0o644)
-	w, err := Start(context.Background(), &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}})
+	w, err := sandbox.Start(context.Background(), &sandbox.Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +50,8 @@ func BenchmarkExecTrue(b *testing.B) {
 		}
 	})
 	b.Run("bare", func(b *testing.B) {
-		r := newRunner(b.TempDir())
+		// The runner the worker uses, on the host.
+		r := &command.Local{Root: b.TempDir()}
 		for b.Loop() {
 			if res, err := r.Run(context.Background(), spec); err != nil || res.ExitCode != 0 {
 				b.Fatal(res, err)
@@ -53,21 +59,29 @@ func BenchmarkExecTrue(b *testing.B) {
 		}
 	})
 	b.Run("bwrap-per-call", func(b *testing.B) {
-		needJail(b)
+		testenv.Need(b, "bwrap")
 		dir, _ := filepath.EvalSymlinks(b.TempDir())
 		exe, _ := os.Executable()
-		prog, err := seccompProgram(false)
+		sp, err := seccomp.Program(nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &Plan{Workspace: dir, Exe: exe, System: hostSystem(), Etc: hostEtc(), Env: JailEnv(nil, nil),
+		prog, err := seccomp.Assemble(sp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		layout, err := jail.NewLayout(dir, exe, jail.Settings{}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &bwrap.Plan{Layout: layout, System: bwrap.HostSystem(), Etc: bwrap.HostEtc(), Env: jail.JailEnv(nil, nil),
 			SeccompFD: 3, Command: []string{"/bin/true"}}
 		args, err := p.Args()
 		if err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			f, err := memfile("seccomp", prog)
+			f, err := bwrap.MemFile("seccomp", prog)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -133,10 +147,10 @@ func BenchmarkWriteFile4K(b *testing.B) {
 }
 
 func BenchmarkColdStart(b *testing.B) {
-	needJail(b)
+	testenv.Need(b, "bwrap")
 	dir := b.TempDir()
 	for b.Loop() {
-		w, err := Start(context.Background(), &Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}})
+		w, err := sandbox.Start(context.Background(), &sandbox.Options{Workspace: dir, Sandbox: &config.Sandbox{Enabled: true}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/sandbox/proto"
 	"github.com/wardenhq/warden/internal/workspace"
 )
 
@@ -18,7 +18,8 @@ import (
 // after its idle timeout, started again after a crash or a timed-out
 // request. It is safe for concurrent use by many sessions.
 type Manager struct {
-	log *slog.Logger
+	log      *slog.Logger
+	backends map[string]Backend
 
 	mu      sync.Mutex
 	slots   map[string]*slot
@@ -35,21 +36,21 @@ type slot struct {
 }
 
 // reapInterval is how often idle workers are looked for.
-var reapInterval = time.Second
+const reapInterval = time.Second
 
 // NewManager returns a Manager; logger may be nil.
-func NewManager(logger *slog.Logger) *Manager {
+func NewManager(logger *slog.Logger) *Manager { return newManager(logger, backends) }
+
+// newManager returns a Manager whose workers start with the backends of bs.
+func newManager(logger *slog.Logger, bs map[string]Backend) *Manager {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{log: logger, slots: make(map[string]*slot), stop: make(chan struct{})}
+	m := &Manager{log: logger, backends: bs, slots: make(map[string]*slot), stop: make(chan struct{})}
 	m.reaping.Add(1)
 	go m.reap()
 	return m
 }
-
-// ErrManagerClosed is returned by a closed Manager.
-var ErrManagerClosed = errors.New("sandbox manager is closed")
 
 // Get returns the live worker of opts.Workspace, starting one if there is
 // none, the last one died, or the options changed.
@@ -91,7 +92,7 @@ func (m *Manager) Get(ctx context.Context, opts *Options) (*Worker, error) {
 	if o.Logger == nil {
 		o.Logger = m.log
 	}
-	w, err := Start(ctx, &o)
+	w, err := start(ctx, &o, m.backends)
 	if err != nil {
 		return nil, err
 	}
@@ -105,16 +106,6 @@ func (m *Manager) Get(ctx context.Context, opts *Options) (*Worker, error) {
 	s.w, s.key = w, key
 	s.starts++
 	return w, nil
-}
-
-func fingerprint(o *Options) string {
-	b, _ := json.Marshal(struct {
-		S                any
-		M, P, E          []string
-		X, B             string
-		StartT, RequestT time.Duration
-	}{o.Sandbox, o.Mask, o.Protected, o.EnvAllowlist, o.Executable, o.Bwrap, o.StartTimeout, o.RequestTimeout})
-	return string(b)
 }
 
 // FS returns a workspace.FS that sends every call to the workspace's
@@ -136,7 +127,7 @@ func requestTimeout(o *Options) time.Duration {
 }
 
 func (m *Manager) doer(opts *Options) doer {
-	return func(ctx context.Context, req *Request, timeout time.Duration) (*Response, error) {
+	return func(ctx context.Context, req *proto.Request, timeout time.Duration) (*proto.Response, error) {
 		w, err := m.Get(ctx, opts)
 		if err != nil {
 			return nil, err

@@ -6,15 +6,17 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/wardenhq/warden/internal/sandbox/proto"
 )
 
 // fakeProc is a process that is already gone or never answers.
 type fakeProc struct{ exited chan struct{} }
 
-func (p *fakeProc) kill()              {}
-func (p *fakeProc) wait() error        { <-p.exited; return errors.New("exited") }
-func (p *fakeProc) stderrTail() string { return "" }
-func (p *fakeProc) cleanup() error     { return nil }
+func (p *fakeProc) Kill()              {}
+func (p *fakeProc) Wait() error        { <-p.exited; return errors.New("exited") }
+func (p *fakeProc) StderrTail() string { return "" }
+func (p *fakeProc) Cleanup() error     { return nil }
 
 // A call that fails before its request left is marked as not sent (the
 // Manager may hand it to a new worker); one that was sent never is.
@@ -28,7 +30,7 @@ func TestCallNotSent(t *testing.T) {
 	_, pw := io.Pipe()
 	w := newWorker(o, Settings{}, gone, pw)
 	<-w.Done()
-	_, err := w.call(context.Background(), &Request{Op: OpPing}, time.Second)
+	_, err := w.call(context.Background(), &proto.Request{Op: proto.OpPing}, time.Second)
 	if !errors.Is(err, ErrWorkerGone) || !errors.Is(err, errNotSent) {
 		t.Errorf("call on a dead worker: %v, want ErrWorkerGone and not sent", err)
 	}
@@ -38,7 +40,7 @@ func TestCallNotSent(t *testing.T) {
 	pr, pw := io.Pipe()
 	pr.Close()
 	w = newWorker(o, Settings{}, live, pw)
-	_, err = w.call(context.Background(), &Request{Op: OpPing}, time.Second)
+	_, err = w.call(context.Background(), &proto.Request{Op: proto.OpPing}, time.Second)
 	if !errors.Is(err, ErrWorkerGone) || !errors.Is(err, errNotSent) {
 		t.Errorf("call with a closed input: %v, want ErrWorkerGone and not sent", err)
 	}
@@ -53,7 +55,7 @@ func TestCallNotSent(t *testing.T) {
 		pr.Read(buf) // the request arrives
 		close(dying.exited)
 	}()
-	_, err = w.call(context.Background(), &Request{Op: OpPing}, 5*time.Second)
+	_, err = w.call(context.Background(), &proto.Request{Op: proto.OpPing}, 5*time.Second)
 	if !errors.Is(err, ErrWorkerGone) || errors.Is(err, errNotSent) {
 		t.Errorf("call whose worker died after the send: %v, want ErrWorkerGone, not marked unsent", err)
 	}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/internal/sandbox/bwrap"
+	"github.com/wardenhq/warden/internal/sandbox/seccomp"
 )
 
 // HostReport is what `warden doctor` says about this machine.
@@ -28,15 +31,11 @@ type HostReport struct {
 	Backends map[string]string `json:"backends,omitempty"`
 }
 
-// backendProbes report whether a backend other than local can start here;
-// each backend's file registers one in its init.
-var backendProbes = map[string]func(ctx context.Context) string{}
-
 // Probe examines the host. It runs bwrap once, with every namespace, to
 // prove a jail can be built here.
-func Probe(ctx context.Context, bwrap string) HostReport {
+func Probe(ctx context.Context, bwrapPath string) HostReport {
 	var r HostReport
-	if p, err := findBwrap(bwrap); err == nil {
+	if p, err := bwrap.Find(bwrapPath); err == nil {
 		r.Bwrap = p
 		out, _ := exec.CommandContext(ctx, p, "--version").Output()
 		r.BwrapVersion = strings.TrimSpace(string(out))
@@ -48,9 +47,7 @@ func Probe(ctx context.Context, bwrap string) HostReport {
 	}
 	if err := unix.Prctl(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err != nil {
 		r.Seccomp = "not supported by the kernel: " + err.Error()
-	} else if seccompProgram == nil {
-		r.Seccomp = "kernel supports filters; warden's filter is not built in"
-	} else if _, err := seccompProgram(false); err != nil {
+	} else if _, err := seccomp.Program(nil); err != nil {
 		r.Seccomp = "filter fails to build: " + err.Error()
 	} else {
 		r.Seccomp = "kernel supports filters; warden's filter builds"
@@ -60,11 +57,8 @@ func Probe(ctx context.Context, bwrap string) HostReport {
 		r.Landlock = "unavailable: " + errno.Error()
 	} else {
 		r.Landlock = fmt.Sprintf("ABI %d", abi)
-		if landlockRestrict == nil {
-			r.Landlock += " (warden's Landlock layer is not built in)"
-		}
 	}
-	if root, err := pidsRoot(); err == nil {
+	if root, err := bwrap.PidsRoot(); err == nil {
 		r.PidsCgroup = root
 	} else {
 		r.PidsCgroup = "unavailable: " + err.Error()
@@ -89,17 +83,20 @@ func Probe(ctx context.Context, bwrap string) HostReport {
 	if !strings.HasPrefix(r.Seccomp, "kernel supports filters; warden's filter builds") {
 		r.Degraded = append(r.Degraded, "no seccomp filter: dangerous system calls are stopped only by dropped capabilities and namespaces")
 	}
-	if !strings.HasPrefix(r.Landlock, "ABI") || landlockRestrict == nil {
+	if !strings.HasPrefix(r.Landlock, "ABI") {
 		r.Degraded = append(r.Degraded, `no Landlock layer (landlock = "on" refuses to start)`)
 	}
 	if strings.HasPrefix(r.PidsCgroup, "unavailable") {
 		r.Degraded = append(r.Degraded, "no pids cgroup: a jail run as root has no process limit (lockdown refuses to start)")
 	}
-	for name, probe := range backendProbes {
+	for name, b := range backends {
+		if b.Probe == nil {
+			continue
+		}
 		if r.Backends == nil {
 			r.Backends = map[string]string{}
 		}
-		r.Backends[name] = probe(ctx)
+		r.Backends[name] = b.Probe(ctx)
 	}
 	return r
 }

@@ -2,9 +2,7 @@ package sandbox
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/wardenhq/warden/internal/sandbox/jail"
+	"github.com/wardenhq/warden/internal/sandbox/proto"
 )
 
 func spawn(t *testing.T, w *Worker, argv ...string) *Process {
@@ -31,7 +30,7 @@ func spawn(t *testing.T, w *Worker, argv ...string) *Process {
 }
 
 func TestStreamEcho(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
+	w, _ := startJail(t, nil, nil)
 	p := spawn(t, w, "cat")
 	in := []byte("hello from the host\n")
 	if _, err := p.Stdin().Write(in); err != nil {
@@ -60,7 +59,7 @@ func TestStreamEcho(t *testing.T) {
 }
 
 func TestStreamExitCodes(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
+	w, _ := startJail(t, nil, nil)
 	for _, tc := range []struct {
 		argv []string
 		code int
@@ -95,7 +94,7 @@ func TestStreamExitCodes(t *testing.T) {
 }
 
 func TestStreamManyConcurrent(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
+	w, _ := startJail(t, nil, nil)
 	const n = 24
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -144,21 +143,20 @@ func TestStreamManyConcurrent(t *testing.T) {
 // TestStreamBackpressure: a process writing 50 MB while the host reads
 // slowly is blocked on its pipe; the worker never holds more than a window.
 func TestStreamBackpressure(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
+	w, _ := startJail(t, nil, nil)
 	const total = 50_000_000
 	p := spawn(t, w, "head", "-c", strconv.Itoa(total), "/dev/zero")
 	time.Sleep(700 * time.Millisecond) // the host reads nothing meanwhile
 	p.mu.Lock()
 	held := len(p.buf)
 	p.mu.Unlock()
-	if held > StreamWindow+StreamChunk {
+	if held > proto.StreamWindow+proto.StreamChunk {
 		t.Fatalf("the host holds %d unread bytes, more than the window", held)
 	}
 	// The producer is asleep writing to its full pipe.
-	needCgroup(t, w)
 	{
 		blocked := false
-		for _, pid := range w.cg.pids() {
+		for _, pid := range cgroupPIDs(t, w) {
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
 			if bytes.HasPrefix(cmd, []byte("head\x00")) {
@@ -169,7 +167,7 @@ func TestStreamBackpressure(t *testing.T) {
 			}
 		}
 		if !blocked {
-			t.Errorf("no blocked producer among %v", w.cg.pids())
+			t.Errorf("no blocked producer among %v", cgroupPIDs(t, w))
 		}
 	}
 	rss0 := workerRSS(t, w)
@@ -202,13 +200,9 @@ func TestStreamBackpressure(t *testing.T) {
 	}
 }
 
-// workerRSS is the resident size of the jail's `warden worker` process (0
-// without a cgroup to find it in).
+// workerRSS is the resident size of the jail's `warden worker` process.
 func workerRSS(t *testing.T, w *Worker) int64 {
-	if w.cg == nil {
-		return 0
-	}
-	for _, pid := range w.cg.pids() {
+	for _, pid := range cgroupPIDs(t, w) {
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if !isWorker(cmd) {
 			continue
@@ -225,27 +219,14 @@ func workerRSS(t *testing.T, w *Worker) int64 {
 	return 0
 }
 
-// needCgroup skips a test that counts the jail's processes when the jail
-// has no pids cgroup, or fails it under WARDEN_REQUIRE_SANDBOX=1.
-func needCgroup(t *testing.T, w *Worker) {
-	t.Helper()
-	if w.cg != nil {
-		return
-	}
-	if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
-		t.Fatal("the jail has no pids cgroup and WARDEN_REQUIRE_SANDBOX=1")
-	}
-	t.Skip("skipping: no pids cgroup to count the jail's processes; set WARDEN_REQUIRE_SANDBOX=1 to make this a failure")
-}
-
 func isWorker(cmdline []byte) bool {
-	return bytes.HasPrefix(cmdline, []byte(JailExe+"\x00worker\x00--spec\x00"))
+	return bytes.HasPrefix(cmdline, []byte(jail.JailExe+"\x00worker\x00--spec\x00"))
 }
 
 // jailPIDs lists the processes of the jail other than bwrap and the worker.
-func jailPIDs(w *Worker) []string {
+func jailPIDs(t *testing.T, w *Worker) []string {
 	var out []string
-	for _, pid := range w.cg.pids() {
+	for _, pid := range cgroupPIDs(t, w) {
 		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		argv0, _, _ := bytes.Cut(cmd, []byte{0})
 		if len(cmd) == 0 || isWorker(cmd) || filepath.Base(string(argv0)) == "bwrap" {
@@ -257,8 +238,7 @@ func jailPIDs(w *Worker) []string {
 }
 
 func TestStreamKilledOnClose(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
-	needCgroup(t, w)
+	w, _ := startJail(t, nil, nil)
 	for _, how := range []string{"close", "stdout-close", "kill"} {
 		t.Run(how, func(t *testing.T) {
 			// A child in the background and one that left the group.
@@ -271,7 +251,7 @@ func TestStreamKilledOnClose(t *testing.T) {
 			// their sleeps (they still show as forks of sh): wait for them.
 			var got []string
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-				got = jailPIDs(w)
+				got = jailPIDs(t, w)
 				if len(got) >= 3 && slices.Contains(got, "sleep 1000") && slices.Contains(got, "sleep 1001") {
 					break
 				}
@@ -294,7 +274,7 @@ func TestStreamKilledOnClose(t *testing.T) {
 			// setsid's sleep left the group: it is not the stream's to kill,
 			// but it dies with the worker (below).
 			var left []string
-			for _, c := range jailPIDs(w) {
+			for _, c := range jailPIDs(t, w) {
 				if c != "sleep 1001" {
 					left = append(left, c)
 				}
@@ -306,7 +286,7 @@ func TestStreamKilledOnClose(t *testing.T) {
 	}
 	// A worker reset (here: the worker killed) ends its streams.
 	p := spawn(t, w, "sleep", "1000")
-	w.kill()
+	w.Kill()
 	if _, err := p.Wait(); !errors.Is(err, ErrWorkerGone) {
 		t.Fatalf("after a reset: %v, want ErrWorkerGone", err)
 	}
@@ -318,9 +298,7 @@ func TestStreamKilledOnClose(t *testing.T) {
 // TestStreamWorkerCloseEndsStreams: closing the worker's input (warden
 // closing the worker) kills its streams, also the ones left behind.
 func TestStreamWorkerCloseEndsStreams(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
-	needCgroup(t, w)
-	cg := w.cg
+	w, _ := startJail(t, nil, nil)
 	p := spawn(t, w, "sh", "-c", "setsid sleep 1001 & sleep 1000")
 	w.Close()
 	// The exit line (137) may beat the worker's end (ErrWorkerGone).
@@ -329,7 +307,7 @@ func TestStreamWorkerCloseEndsStreams(t *testing.T) {
 	}
 	var pids []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if pids = cg.pids(); len(pids) == 0 {
+		if pids = cgroupPIDs(t, w); len(pids) == 0 {
 			return
 		}
 	}
@@ -339,7 +317,7 @@ func TestStreamWorkerCloseEndsStreams(t *testing.T) {
 // TestStreamStdinNotRead: a process that never reads its stdin blocks the
 // host's write, not the worker.
 func TestStreamStdinNotRead(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
+	w, _ := startJail(t, nil, nil)
 	p := spawn(t, w, "sleep", "1000")
 	wrote := make(chan error, 1)
 	go func() {
@@ -371,7 +349,7 @@ func TestStreamStdinNotRead(t *testing.T) {
 
 // TestStreamIdleWorkerKept: a worker with a live stream is not reaped.
 func TestStreamIdleWorkerKept(t *testing.T) {
-	w, _ := startJail(t, nil, nil, nil)
+	w, _ := startJail(t, nil, nil)
 	p := spawn(t, w, "cat")
 	w.lastUse.Store(time.Now().Add(-time.Hour).UnixNano())
 	if idle := w.idleFor(); idle != 0 {
@@ -382,96 +360,4 @@ func TestStreamIdleWorkerKept(t *testing.T) {
 	if idle := w.idleFor(); idle < time.Minute {
 		t.Fatalf("idle %v after the stream ended", idle)
 	}
-}
-
-// TestStreamProtocolRefusals drives the worker side directly with the
-// requests a broken or hostile client could send.
-func TestStreamProtocolRefusals(t *testing.T) {
-	t.Parallel()
-	root := testRoot(t, map[string]string{"a.txt": "A"})
-	big := strings.Repeat("A", (StreamChunk+3)/3*4+4)
-	in := strings.Join([]string{
-		`{"id":1,"op":"spawn","argv":["cat"]}`,
-		`{"id":2,"op":"spawn","argv":["cat"]}`,
-		`{"id":3,"op":"stdin","stream":99,"data":"aGk="}`,
-		`{"id":4,"op":"ack","stream":1,"ack":-5}`,
-		`{"id":5,"op":"stdin","stream":1,"data":"` + big + `"}`,
-		`{"id":6,"op":"spawn","shell":"cat"}`,
-		`{"id":7,"op":"kill","stream":7}`,
-	}, "\n") + "\n"
-	for _, tc := range []struct {
-		name    string
-		streams bool
-		want    map[uint64]string
-	}{
-		{"refused", false, map[uint64]string{1: "spawn is not available", 2: "spawn is not available", 3: "no stream 99",
-			4: "no stream 1", 5: "no stream 1", 6: "spawn is not available", 7: "no stream 7"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{Root: root, Streams: tc.streams}
-			var out bytes.Buffer
-			if err := s.Serve(context.Background(), strings.NewReader(in), &out); err != nil {
-				t.Fatal(err)
-			}
-			got := map[uint64]string{}
-			for _, r := range decodeLines(t, out.Bytes()) {
-				if r.Error != nil {
-					got[r.ID] = r.Error.Message
-				}
-			}
-			for id, want := range tc.want {
-				if !strings.Contains(got[id], want) {
-					t.Errorf("request %d: got %q, want %q", id, got[id], want)
-				}
-			}
-		})
-	}
-	// With streams: each refusal is about the request, not the worker.
-	s := &Server{Root: root, Streams: true, testOnlySpawnExe: "/bin/cat"}
-	var out bytes.Buffer
-	if err := s.Serve(context.Background(), strings.NewReader(in), &out); err != nil {
-		t.Fatal(err)
-	}
-	kinds := map[uint64]string{}
-	exits := 0
-	for _, r := range decodeLines(t, out.Bytes()) {
-		switch {
-		case r.Event == EventExit:
-			exits++
-		case r.Error != nil:
-			kinds[r.ID] = r.Error.Kind
-		case r.OK:
-			kinds[r.ID] = "ok"
-		}
-	}
-	want := map[uint64]string{1: "ok", 2: "ok", 3: KindNotExist, 6: KindBadRequest, 7: KindNotExist}
-	// 4 and 5 race the spawn of stream 1: refused either way.
-	delete(kinds, 4)
-	delete(kinds, 5)
-	if diff := cmp.Diff(want, kinds); diff != "" {
-		t.Errorf("answers (-want +got):\n%s", diff)
-	}
-	if exits != 2 {
-		t.Errorf("%d exit events, want 2 (every stream ends when the input does)", exits)
-	}
-}
-
-// decodeLines decodes the worker's output strictly: every line a response
-// or an event.
-func decodeLines(t testing.TB, out []byte) []Response {
-	t.Helper()
-	var rs []Response
-	for _, l := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
-		if len(l) == 0 {
-			continue
-		}
-		var r Response
-		dec := json.NewDecoder(bytes.NewReader(l))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("malformed line %q: %v", l, err)
-		}
-		rs = append(rs, r)
-	}
-	return rs
 }

@@ -1,199 +1,346 @@
 package sandbox
 
 import (
-	"bytes"
+	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"strings"
-	"unsafe"
+	"sync"
+	"sync/atomic"
+	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/wardenhq/warden/internal/workspace"
+	"github.com/wardenhq/warden/internal/sandbox/jail"
+	"github.com/wardenhq/warden/internal/sandbox/proto"
 )
 
-// WorkerSpec is what the host tells `warden worker` about its jail. It is
-// passed as one JSON argument; it holds no secrets.
-type WorkerSpec struct {
-	Workspace string   `json:"workspace"`
-	Mask      []string `json:"mask,omitempty"`
-	Protected []string `json:"protected,omitempty"`
-	Lockdown  bool     `json:"lockdown,omitempty"`
-	Landlock  string   `json:"landlock"`
-	// Writable and Readable are the jail paths Landlock lets the worker
-	// (and its commands) write, and read and execute, beyond the system
-	// paths internal/sandbox/landlock always allows.
-	Writable []string `json:"writable"`
-	Readable []string `json:"readable,omitempty"`
-	// Seccomp asks the worker to install warden's own seccomp filter on
-	// itself (and so on everything it runs), on top of whatever filter its
-	// jail already has: the docker backend's profile goes through
-	// libseccomp, which drops system calls it does not know.
-	Seccomp bool `json:"seccomp,omitempty"`
+// Worker is one running jail and the connection to the `warden worker`
+// inside it. Its methods are safe for concurrent use; requests are
+// multiplexed by id.
+type Worker struct {
+	opts     Options
+	settings Settings
+	proc     jail.Process
+	stdin    io.WriteCloser
+	info     Info
+
+	wmu     sync.Mutex // serialises request lines
+	mu      sync.Mutex
+	pending map[uint64]chan *proto.Response
+	nextID  atomic.Uint64
+	dead    chan struct{} // closed when the worker has exited
+	deadErr error
+	closing atomic.Bool
+	killed  atomic.Bool // Kill was called: nothing more is sent
+	lastUse atomic.Int64
+	once    sync.Once
+	procs   procTable // streams (process.go)
 }
 
-// Rlimits of the worker and everything it runs. NPROC binds only when the
-// jail's user is not root on the host; see pidsCgroup for what does.
-var (
-	rlimitsNormal = map[string]uint64{
-		"NOFILE": 4096, "NPROC": PidsMax, "FSIZE": 8 << 30, "CORE": 0,
-	}
-	rlimitsLockdown = map[string]uint64{
-		"NOFILE": 1024, "NPROC": PidsMaxLockdown, "FSIZE": 1 << 30, "CORE": 0,
-	}
-	rlimitIDs = map[string]int{
-		"NOFILE": unix.RLIMIT_NOFILE, "NPROC": unix.RLIMIT_NPROC, "FSIZE": unix.RLIMIT_FSIZE, "CORE": unix.RLIMIT_CORE,
-	}
-)
+// Start builds the jail described by opts, with the backend its [sandbox]
+// section names, and starts a worker in it. It never runs anything
+// unjailed: a host that cannot build the jail, or a backend this build does
+// not have, is an error.
+func Start(ctx context.Context, opts *Options) (*Worker, error) {
+	return start(ctx, opts, backends)
+}
 
-// ServeWorker is `warden worker`: it runs inside the jail, sets its rlimits,
-// applies Landlock, opens the workspace through internal/workspace (so
-// confinement holds inside the jail too) and serves the protocol on in/out
-// until in closes.
-func ServeWorker(ctx context.Context, specJSON string, in io.Reader, out io.Writer) error {
-	var spec WorkerSpec
-	dec := json.NewDecoder(strings.NewReader(specJSON))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return fmt.Errorf("failed to read worker spec: %w", err)
+// start is Start with the backends of bs.
+func start(ctx context.Context, opts *Options, bs map[string]Backend) (*Worker, error) {
+	if opts == nil || opts.Sandbox == nil {
+		return nil, errors.New("sandbox: Start needs a [sandbox] section")
 	}
-	if os.Getenv("WARDEN_SANDBOX") != "1" {
-		return errors.New("warden worker runs only inside a warden jail")
-	}
-	// The worker's commands run as its user, in its jail: without this,
-	// one could open /proc/WORKER/fd/1 (or 0) and write responses to the
-	// host (or read its requests). A process that is not dumpable has its
-	// /proc files out of reach of processes without CAP_SYS_PTRACE; the
-	// commands it starts are dumpable again after their execve.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("failed to make the worker undumpable: %w", err)
-	}
-	limits := rlimitsNormal
-	if spec.Lockdown {
-		limits = rlimitsLockdown
-	}
-	for name, v := range limits {
-		if err := unix.Setrlimit(rlimitIDs[name], &unix.Rlimit{Cur: v, Max: v}); err != nil {
-			return fmt.Errorf("failed to set RLIMIT_%s: %w", name, err)
-		}
-	}
-	root, err := workspace.Open(spec.Workspace, &workspace.Options{Mask: spec.Mask, Protected: spec.Protected})
+	o := *opts
+	s, err := Resolve(o.Sandbox)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer root.Close()
-	ll, err := applyLandlock(spec)
+	if s.Forced != "" {
+		o.logger().Error("sandbox forced into lockdown: "+s.Forced, "workspace", o.Workspace)
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 15 * time.Second
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 60 * time.Second
+	}
+	if o.HostEnv == nil {
+		o.HostEnv = os.Environ()
+	}
+	b, ok := bs[s.Backend]
+	if !ok {
+		return nil, &HintError{
+			Err:     fmt.Errorf("backend %s is not available in this build; warden never runs a sandboxed workspace unsandboxed: %w", s.Backend, ErrBackendUnavailable),
+			HintMsg: `set backend = "local" in [sandbox] to use bubblewrap on this machine`,
+		}
+	}
+	st, err := b.Start(ctx, o.launch(s))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if spec.Seccomp {
-		if err := installSeccomp(spec.Lockdown); err != nil {
-			return err
-		}
+	w := newWorker(o, s, st.Proc, st.Stdin)
+	err = w.handshake(ctx, st.Stdout, st.Info, st.WantSeccomp)
+	if st.Finish != nil {
+		err = st.Finish(&w.info, err)
 	}
-	hello := Hello{PID: os.Getpid(), Landlock: ll, Rlimits: limits}
-	hello.Seccomp, hello.NoNewPrivs = selfSeccomp()
-	s := &Server{
-		Root: root, Runner: newRunner(root.Dir()), Env: os.Environ(),
-		Hello: hello, Streams: true, StreamStderr: os.Stderr,
-	}
-	return s.Serve(ctx, in, out)
-}
-
-func applyLandlock(spec WorkerSpec) (string, error) {
-	switch spec.Landlock {
-	case LandlockOff:
-		return "off", nil
-	case LandlockAuto, LandlockOn:
-	default:
-		return "", fmt.Errorf("landlock mode %q is not auto, on or off", spec.Landlock)
-	}
-	if landlockRestrict == nil {
-		if spec.Landlock == LandlockOn {
-			return "", errors.New("landlock = \"on\" but this build has no Landlock layer; refusing to run without it")
-		}
-		return "unavailable: not built in", nil
-	}
-	return landlockRestrict(spec.Landlock, existing(spec.Writable), existing(spec.Readable))
-}
-
-// existing keeps the paths that exist in the jail (rw_paths and ro_paths
-// are bound with --bind-try: a missing one is simply absent).
-func existing(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// selfSeccomp reads the seccomp mode and no_new_privs of this process.
-func selfSeccomp() (string, bool) {
-	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return "unknown", false
+		if w.Alive() {
+			w.startError(err)
+		}
+		return nil, err
 	}
-	mode, nnp := "unknown", false
-	for _, l := range bytes.Split(b, []byte("\n")) {
-		k, v, ok := bytes.Cut(l, []byte(":"))
-		if !ok {
+	o.logger().Info("sandbox worker started", "workspace", w.info.Workspace, "backend", w.info.Backend,
+		"lockdown", w.info.Lockdown, "seccomp", w.info.Seccomp, "landlock", w.info.Landlock)
+	return w, nil
+}
+
+// newWorker wraps a started backend process whose stdin is the worker's
+// request stream. The caller then calls handshake with its stdout.
+func newWorker(o Options, s Settings, p jail.Process, stdin io.WriteCloser) *Worker {
+	w := &Worker{
+		opts: o, settings: s, proc: p, stdin: stdin,
+		pending: make(map[uint64]chan *proto.Response), dead: make(chan struct{}),
+	}
+	go w.wait()
+	return w
+}
+
+// handshake starts reading responses from stdout, pings the worker and
+// records info. With wantSeccomp, a worker that reports no seccomp filter
+// in force is refused. On error the worker has been killed.
+func (w *Worker) handshake(ctx context.Context, stdout io.Reader, info Info, wantSeccomp bool) error {
+	go w.read(stdout)
+	hctx, cancel := context.WithTimeout(ctx, w.opts.StartTimeout)
+	defer cancel()
+	resp, err := w.call(hctx, &proto.Request{Op: proto.OpPing}, w.opts.StartTimeout)
+	if err != nil {
+		return w.startError(err)
+	}
+	if resp.Hello == nil {
+		return w.startError(errors.New("the worker did not say hello"))
+	}
+	if resp.Hello.Seccomp == "filter" {
+		info.Seccomp = "enforced"
+	} else if wantSeccomp {
+		return w.startError(fmt.Errorf("the seccomp filter is not in force in the worker (status %q); refusing to run", resp.Hello.Seccomp))
+	}
+	info.Landlock = resp.Hello.Landlock
+	info.Started = time.Now()
+	w.info = info
+	w.touch()
+	return nil
+}
+
+// startError adds what the jail printed on stderr to a failed start.
+func (w *Worker) startError(err error) error {
+	w.Kill()
+	<-w.dead
+	if msg := w.deadMsg(); msg != "" {
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	return err
+}
+
+func (w *Worker) deadMsg() string { return w.proc.StderrTail() }
+
+func (w *Worker) wait() {
+	err := w.proc.Wait()
+	w.mu.Lock()
+	if err == nil {
+		err = errors.New("exited")
+	}
+	w.deadErr = fmt.Errorf("%w (%v)", ErrWorkerGone, err)
+	for id, ch := range w.pending {
+		close(ch)
+		delete(w.pending, id)
+	}
+	w.mu.Unlock()
+	w.procs.gone(w.deadErr)
+	close(w.dead)
+	w.cleanup()
+	if !w.closing.Load() {
+		w.opts.logger().Error("sandbox worker died", "workspace", w.opts.Workspace, "error", err, "stderr", w.proc.StderrTail())
+	}
+}
+
+func (w *Worker) read(stdout io.Reader) {
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, tooLong, err := proto.ReadLine(br, proto.MaxLineBytes)
+		if err != nil {
+			return
+		}
+		var resp proto.Response
+		bad := tooLong || json.Unmarshal(line, &resp) != nil
+		if !bad && resp.ID == 0 && resp.Event != "" && w.procs.event(&resp) {
 			continue
 		}
-		v = bytes.TrimSpace(v)
-		switch string(k) {
-		case "Seccomp":
-			switch string(v) {
-			case "0":
-				mode = "none"
-			case "1":
-				mode = "strict"
-			case "2":
-				mode = "filter"
-			}
-		case "NoNewPrivs":
-			nnp = string(v) == "1"
+		if bad || resp.ID == 0 {
+			// The stream can no longer be trusted to line up with requests.
+			w.opts.logger().Error("sandbox worker sent a malformed line; resetting it", "workspace", w.opts.Workspace)
+			w.Kill()
+			return
+		}
+		w.mu.Lock()
+		ch, ok := w.pending[resp.ID]
+		delete(w.pending, resp.ID)
+		w.mu.Unlock()
+		if ok {
+			ch <- &resp
 		}
 	}
-	return mode, nnp
 }
 
-// installSeccomp puts warden's filter on every thread of the worker
-// (TSYNC: the Go runtime has several), so that it binds every command the
-// worker starts.
-func installSeccomp(lockdown bool) error {
-	if seccompProgram == nil {
-		return errors.New("the jail asked for warden's seccomp filter, and this build has none")
+// errNotSent marks a call that failed before its request left: the worker
+// was already gone, so nothing of it can have run.
+var errNotSent = errors.New("the request was not sent")
+
+// call sends req and waits for its response, ctx's end or timeout. A
+// timeout kills the worker: its state is unknown, so it is replaced.
+func (w *Worker) call(ctx context.Context, req *proto.Request, timeout time.Duration) (*proto.Response, error) {
+	select {
+	case <-w.dead:
+		return nil, fmt.Errorf("%w: %w", w.deadErr, errNotSent)
+	default:
 	}
-	raw, err := seccompProgram(lockdown)
+	if w.killed.Load() {
+		// Dying: its jail may still read a request it will never answer.
+		return nil, fmt.Errorf("%w (killed): %w", ErrWorkerGone, errNotSent)
+	}
+	w.touch()
+	defer w.touch()
+	req.ID = w.nextID.Add(1)
+	line, err := json.Marshal(req)
 	if err != nil {
-		return fmt.Errorf("failed to build the seccomp filter: %w", err)
+		return nil, err
 	}
-	if len(raw) == 0 || len(raw)%8 != 0 || len(raw)/8 > 0xffff {
-		return fmt.Errorf("seccomp filter of %d bytes is not a sock_filter array", len(raw))
+	if len(line) > proto.MaxLineBytes {
+		return nil, fmt.Errorf("request is larger than %d bytes", proto.MaxLineBytes)
 	}
-	filter := make([]unix.SockFilter, len(raw)/8)
-	for i := range filter {
-		b := raw[i*8:]
-		filter[i] = unix.SockFilter{
-			Code: binary.NativeEndian.Uint16(b[0:]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:]),
+	ch := make(chan *proto.Response, 1)
+	w.mu.Lock()
+	w.pending[req.ID] = ch
+	w.mu.Unlock()
+	w.wmu.Lock()
+	n, err := w.stdin.Write(append(line, '\n'))
+	w.wmu.Unlock()
+	if err != nil {
+		w.forget(req.ID)
+		w.Kill()
+		if n == 0 {
+			// Not a byte left (a pipe whose reader is gone): nothing ran.
+			return nil, fmt.Errorf("%w: %v: %w", ErrWorkerGone, err, errNotSent)
 		}
+		return nil, fmt.Errorf("%w: %v", ErrWorkerGone, err)
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("failed to set no_new_privs: %w", err)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			<-w.dead
+			return nil, w.deadErr
+		}
+		if resp.Error != nil {
+			return resp, proto.DecodeError(resp.Error)
+		}
+		return resp, nil
+	case <-t.C:
+		w.forget(req.ID)
+		w.opts.logger().Error("sandbox worker timed out; resetting it", "workspace", w.opts.Workspace, "op", req.Op)
+		w.Kill()
+		return nil, fmt.Errorf("%s: %w after %v", req.Op, ErrTimeout, timeout)
+	case <-ctx.Done():
+		w.forget(req.ID)
+		if req.Op == proto.OpExec {
+			// The command may still run in the jail; only a reset stops it.
+			w.Kill()
+		}
+		return nil, ctx.Err()
 	}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	runtime.KeepAlive(filter)
-	if errno != 0 {
-		return fmt.Errorf("failed to install the seccomp filter: %w", errno)
+}
+
+func (w *Worker) forget(id uint64) {
+	w.mu.Lock()
+	delete(w.pending, id)
+	w.mu.Unlock()
+}
+
+func (w *Worker) touch() { w.lastUse.Store(time.Now().UnixNano()) }
+
+// idleFor reports how long the worker has had nothing to do.
+func (w *Worker) idleFor() time.Duration {
+	w.mu.Lock()
+	busy := len(w.pending) > 0
+	w.mu.Unlock()
+	if busy || w.procs.live() {
+		return 0
+	}
+	return time.Since(time.Unix(0, w.lastUse.Load()))
+}
+
+// Alive reports whether the worker is still running.
+func (w *Worker) Alive() bool {
+	if w.killed.Load() {
+		return false
+	}
+	select {
+	case <-w.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Done is closed when the worker has exited.
+func (w *Worker) Done() <-chan struct{} { return w.dead }
+
+// Info describes the worker.
+func (w *Worker) Info() Info {
+	i := w.info
+	i.Uptime = time.Since(i.Started).Round(time.Millisecond)
+	return i
+}
+
+// Ping checks that the worker answers.
+func (w *Worker) Ping(ctx context.Context) (*proto.Hello, error) {
+	resp, err := w.call(ctx, &proto.Request{Op: proto.OpPing}, w.opts.RequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Hello, nil
+}
+
+// Kill stops the worker at once, and everything running in its jail: what
+// is in flight fails with ErrWorkerGone. The next Manager call starts a new
+// worker.
+func (w *Worker) Kill() {
+	w.killed.Store(true)
+	w.proc.Kill()
+}
+
+func (w *Worker) cleanup() {
+	w.once.Do(func() {
+		if err := w.proc.Cleanup(); err != nil {
+			w.opts.logger().Error("sandbox cleanup", "error", err)
+		}
+	})
+}
+
+// Close stops the worker: its input is closed so it finishes what is in
+// flight, and after a grace period it is killed.
+func (w *Worker) Close() error {
+	w.closing.Store(true)
+	w.wmu.Lock()
+	w.stdin.Close()
+	w.wmu.Unlock()
+	select {
+	case <-w.dead:
+	case <-time.After(2 * time.Second):
+		w.Kill()
+		<-w.dead
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/wardenhq/warden/internal/sandbox/seccomp"
+	"github.com/wardenhq/warden/internal/testenv"
 )
 
 // TestRestrictInsideJail runs Restrict where the worker runs it: inside
@@ -19,13 +20,7 @@ import (
 // system calls alone.
 func TestRestrictInsideJail(t *testing.T) {
 	requireLandlock(t)
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("WARDEN_REQUIRE_SANDBOX=1: bwrap not found: %v", err)
-		}
-		t.Skipf("skipping: bwrap not found (install bubblewrap): %v", err)
-	}
+	bwrap := testenv.Need(t, "bwrap")[0]
 	t.Parallel()
 	prog, err := seccomp.Program(nil)
 	if err != nil {
@@ -58,8 +53,8 @@ func TestRestrictInsideJail(t *testing.T) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		if os.Getenv("WARDEN_REQUIRE_SANDBOX") != "1" && bytes.Contains(stderr.Bytes(), []byte("bwrap:")) {
-			t.Skipf("skipping: bwrap cannot run here: %s", stderr.Bytes())
+		if bytes.Contains(stderr.Bytes(), []byte("bwrap:")) {
+			testenv.Skip(t, "bwrap cannot run here: %s", stderr.Bytes())
 		}
 		t.Fatalf("jailed victim: %v\n%s", err, stderr.Bytes())
 	}

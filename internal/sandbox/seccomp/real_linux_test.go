@@ -18,6 +18,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/wardenhq/warden/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -190,10 +191,7 @@ func requireBwrap(t testing.TB) {
 	if bwrapErr == nil {
 		return
 	}
-	if os.Getenv("WARDEN_REQUIRE_SANDBOX") == "1" {
-		t.Fatalf("WARDEN_REQUIRE_SANDBOX=1: %v", bwrapErr)
-	}
-	t.Skipf("skipping real-process test: %v", bwrapErr)
+	testenv.Skip(t, "%v", bwrapErr)
 }
 
 type jailRun struct {

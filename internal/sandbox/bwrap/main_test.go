@@ -1,0 +1,11 @@
+package bwrap_test
+
+import (
+	"testing"
+
+	"github.com/wardenhq/warden/internal/sandbox/sandboxtest"
+)
+
+// TestMain doubles as `warden worker` and the suite's helpers: the jails
+// the tests start re-execute this test binary, bound at jail.JailExe.
+func TestMain(m *testing.M) { sandboxtest.Main(m) }

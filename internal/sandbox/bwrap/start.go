@@ -1,0 +1,230 @@
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/wardenhq/warden/internal/sandbox/jail"
+	"github.com/wardenhq/warden/internal/sandbox/proto"
+	"github.com/wardenhq/warden/internal/sandbox/seccomp"
+)
+
+// Start builds a bubblewrap jail on this host, as l describes, and starts
+// `warden worker` in it, spoken to over pipes.
+func Start(ctx context.Context, l *jail.Launch) (*jail.Started, error) {
+	return start(ctx, l, nil, nil)
+}
+
+// StartStdio is Start with in and out as the jail's own stdin and stdout:
+// the worker protocol passes straight through between them and the worker,
+// nothing here reads or writes it, and there is no handshake (the peer
+// that holds in and out pings the worker). `warden worker --jail` on an ssh
+// backend's remote host runs the jail this way.
+func StartStdio(ctx context.Context, l *jail.Launch, in, out *os.File) (jail.Process, error) {
+	st, err := start(ctx, l, in, out)
+	if err != nil {
+		return nil, err
+	}
+	return st.Proc, nil
+}
+
+func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started, error) {
+	l := *op
+	s := l.Settings
+	log := l.Log()
+	bw, err := Find(l.Bwrap)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.ResolvePaths(); err != nil {
+		return nil, err
+	}
+	layout, err := l.Layout()
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{
+		Layout: layout, Lockdown: s.Lockdown, Network: s.Network,
+		System: HostSystem(), Etc: HostEtc(), Env: l.Env(),
+	}
+	if !s.NoGPU {
+		plan.GPU = hostGPU()
+	}
+
+	// File descriptors handed to bubblewrap, numbered from 3.
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	addFD := func(f *os.File) int { files = append(files, f); return 2 + len(files) }
+	prog, err := seccomp.Program(&seccomp.Options{DenyNetwork: s.Lockdown})
+	if err == nil {
+		var raw []byte
+		if raw, err = seccomp.Assemble(prog); err == nil {
+			var f *os.File
+			if f, err = MemFile("warden-seccomp", raw); err == nil {
+				plan.SeccompFD = addFD(f)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the seccomp filter: %w", err)
+	}
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer infoR.Close()
+	plan.InfoFD = addFD(infoW)
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer blockW.Close()
+	plan.BlockFD = addFD(blockR)
+	for range emptyFiles(layout) {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, err
+		}
+		if fd := addFD(f); plan.DataFD == 0 {
+			plan.DataFD = fd
+		}
+	}
+	// /dev/shm and /dev/pts are bubblewrap's own (--dev), writable.
+	spec, err := json.Marshal(proto.WorkerSpec{
+		Workspace: layout.Workspace, Mask: l.WorkerMask(), Protected: l.Protected,
+		Lockdown: s.Lockdown, Landlock: s.Landlock,
+		Writable: append(layout.Writable, "/dev/shm", "/dev/pts"), Readable: layout.Readable,
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan.Command = []string{jail.JailExe, "worker", "--spec", string(spec)}
+	args, err := plan.Args()
+	if err != nil {
+		return nil, err
+	}
+
+	pidsMax := jail.PidsMax
+	if s.Lockdown {
+		pidsMax = jail.PidsMaxLockdown
+	}
+	cg, cgErr := newPidsCgroup(pidsMax)
+	if cgErr != nil {
+		if s.Lockdown {
+			return nil, fmt.Errorf("lockdown needs a process limit and %v", cgErr)
+		}
+		log.Warn("no pids cgroup; the jail's process count is bounded only by RLIMIT_NPROC, which does not bind root", "error", cgErr)
+		pidsMax = 0
+	}
+
+	cmd := exec.Command(bw, args...)
+	cmd.Env = []string{}
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	var stdin io.WriteCloser
+	var stdout io.Reader
+	if in != nil {
+		cmd.Stdin, cmd.Stdout = in, out
+	} else {
+		if stdin, err = cmd.StdinPipe(); err == nil {
+			stdout, err = cmd.StdoutPipe()
+		}
+		if err != nil {
+			cg.destroy()
+			return nil, err
+		}
+	}
+	stderr := jail.NewTail(8<<10, log)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		cg.destroy()
+		return nil, fmt.Errorf("failed to start bwrap: %w", err)
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	files = nil
+	p := &proc{cmd: cmd, cg: cg, stderr: stderr}
+	fail := func(err error) (*jail.Started, error) {
+		p.Kill()
+		p.Wait()
+		p.Cleanup()
+		if msg := p.StderrTail(); msg != "" {
+			return nil, fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
+	}
+	// bwrap reports the jail's first process, then waits on --block-fd:
+	// the process goes into the pids cgroup before it can fork anything.
+	childPID, err := readChildPID(infoR, l.StartTimeout)
+	if err != nil {
+		return fail(fmt.Errorf("failed to build the jail: %w", err))
+	}
+	if cg != nil {
+		if err := cg.add(childPID); err != nil {
+			return fail(fmt.Errorf("failed to limit the jail's processes: %w", err))
+		}
+	}
+	if _, err := blockW.Write([]byte{1}); err != nil {
+		return fail(fmt.Errorf("failed to start the jail: %w", err))
+	}
+	info := jail.Info{
+		Workspace: layout.Workspace, Backend: s.Backend, Lockdown: s.Lockdown, Forced: s.Forced, Network: s.Network && !s.Lockdown,
+		Seccomp: "filter passed to bwrap", PidsMax: pidsMax, PID: cmd.Process.Pid, Masked: layout.Masked,
+	}
+	if cg != nil {
+		info.Cgroup = cg.dir
+	}
+	return &jail.Started{Proc: p, Stdin: stdin, Stdout: stdout, Info: info, WantSeccomp: true}, nil
+}
+
+// proc is bubblewrap on this host, and its pids cgroup.
+type proc struct {
+	cmd    *exec.Cmd
+	cg     *pidsCgroup
+	stderr *jail.Tail
+}
+
+func (p *proc) Kill() {
+	if p.cmd.Process != nil {
+		// bwrap runs in its own process group; --die-with-parent and the
+		// pid namespace take the jail down with it, the cgroup catches
+		// anything left.
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func (p *proc) Wait() error        { return p.cmd.Wait() }
+func (p *proc) StderrTail() string { return p.stderr.String() }
+
+// Cleanup removes the pids cgroup. Placeholders created for masks of
+// missing paths stay (see jail.PrepareMasks).
+func (p *proc) Cleanup() error { return p.cg.destroy() }
+
+func readChildPID(r *os.File, timeout time.Duration) (int, error) {
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	r.SetReadDeadline(time.Now().Add(timeout))
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err != nil {
+		return 0, fmt.Errorf("bwrap gave no child pid: %w", err)
+	}
+	if info.ChildPID <= 0 {
+		return 0, errors.New("bwrap gave no child pid")
+	}
+	return info.ChildPID, nil
+}

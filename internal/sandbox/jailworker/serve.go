@@ -1,0 +1,226 @@
+package jailworker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/sandbox/jail"
+	"github.com/wardenhq/warden/internal/sandbox/landlock"
+	"github.com/wardenhq/warden/internal/sandbox/proto"
+	"github.com/wardenhq/warden/internal/sandbox/seccomp"
+	"github.com/wardenhq/warden/internal/workspace"
+)
+
+// Rlimits of the worker and everything it runs. NPROC binds only when the
+// jail's user is not root on the host; the pids cgroup (local backend) or
+// the container's pids limit (docker) is what does.
+var (
+	rlimitsNormal = map[string]uint64{
+		"NOFILE": 4096, "NPROC": jail.PidsMax, "FSIZE": 8 << 30, "CORE": 0,
+	}
+	rlimitsLockdown = map[string]uint64{
+		"NOFILE": 1024, "NPROC": jail.PidsMaxLockdown, "FSIZE": 1 << 30, "CORE": 0,
+	}
+	rlimitIDs = map[string]int{
+		"NOFILE": unix.RLIMIT_NOFILE, "NPROC": unix.RLIMIT_NPROC, "FSIZE": unix.RLIMIT_FSIZE, "CORE": unix.RLIMIT_CORE,
+	}
+)
+
+// Serve is `warden worker`: it runs inside the jail, sets its rlimits,
+// applies Landlock, opens the workspace through internal/workspace (so
+// confinement holds inside the jail too) and serves the protocol on in/out
+// until in closes.
+func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) error {
+	spec, err := ParseSpec(specJSON)
+	if err != nil {
+		return err
+	}
+	if os.Getenv("WARDEN_SANDBOX") != "1" {
+		return errors.New("warden worker runs only inside a warden jail")
+	}
+	// The worker's commands run as its user, in its jail: without this,
+	// one could open /proc/WORKER/fd/1 (or 0) and write responses to the
+	// host (or read its requests). A process that is not dumpable has its
+	// /proc files out of reach of processes without CAP_SYS_PTRACE; the
+	// commands it starts are dumpable again after their execve.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("failed to make the worker undumpable: %w", err)
+	}
+	limits := rlimitsNormal
+	if spec.Lockdown {
+		limits = rlimitsLockdown
+	}
+	for name, v := range limits {
+		if err := unix.Setrlimit(rlimitIDs[name], &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("failed to set RLIMIT_%s: %w", name, err)
+		}
+	}
+	reserveThreads(reservedThreads)
+	root, err := workspace.Open(spec.Workspace, &workspace.Options{Mask: spec.Mask, Protected: spec.Protected})
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	ll, err := applyLandlock(spec)
+	if err != nil {
+		return err
+	}
+	if spec.Seccomp {
+		if err := installSeccomp(spec.Lockdown); err != nil {
+			return err
+		}
+	}
+	hello := proto.Hello{PID: os.Getpid(), Landlock: ll, Rlimits: limits}
+	hello.Seccomp, hello.NoNewPrivs = selfSeccomp()
+	s := &Server{
+		Root: root, Runner: &command.Local{Root: root.Dir(), DefaultTimeout: proto.DefaultExecTimeout},
+		Env: os.Environ(), Hello: hello, Streams: true, StreamStderr: os.Stderr,
+	}
+	return s.Serve(ctx, in, out)
+}
+
+// ParseSpec reads the --spec argument of `warden worker`: one JSON object
+// of known fields.
+func ParseSpec(specJSON string) (*proto.WorkerSpec, error) {
+	var spec proto.WorkerSpec
+	dec := json.NewDecoder(strings.NewReader(specJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return nil, fmt.Errorf("failed to read worker spec: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("failed to read worker spec: trailing data")
+	}
+	return &spec, nil
+}
+
+func applyLandlock(spec *proto.WorkerSpec) (string, error) {
+	switch spec.Landlock {
+	case jail.LandlockOff:
+		return "off", nil
+	case jail.LandlockAuto, jail.LandlockOn:
+	default:
+		return "", fmt.Errorf("landlock mode %q is not auto, on or off", spec.Landlock)
+	}
+	st, err := landlock.Restrict(spec.Landlock, existing(spec.Writable), existing(spec.Readable))
+	return st.String(), err
+}
+
+// existing keeps the paths that exist in the jail (rw_paths and ro_paths
+// are bound with --bind-try: a missing one is simply absent).
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// selfSeccomp reads the seccomp mode and no_new_privs of this process.
+func selfSeccomp() (string, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown", false
+	}
+	mode, nnp := "unknown", false
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		k, v, ok := bytes.Cut(l, []byte(":"))
+		if !ok {
+			continue
+		}
+		v = bytes.TrimSpace(v)
+		switch string(k) {
+		case "Seccomp":
+			switch string(v) {
+			case "0":
+				mode = "none"
+			case "1":
+				mode = "strict"
+			case "2":
+				mode = "filter"
+			}
+		case "NoNewPrivs":
+			nnp = string(v) == "1"
+		}
+	}
+	return mode, nnp
+}
+
+// installSeccomp puts warden's filter on every thread of the worker
+// (TSYNC: the Go runtime has several), so that it binds every command the
+// worker starts.
+func installSeccomp(lockdown bool) error {
+	prog, err := seccomp.Program(&seccomp.Options{DenyNetwork: lockdown})
+	if err != nil {
+		return fmt.Errorf("failed to build the seccomp filter: %w", err)
+	}
+	raw, err := seccomp.Assemble(prog)
+	if err != nil {
+		return fmt.Errorf("failed to build the seccomp filter: %w", err)
+	}
+	if len(raw) == 0 || len(raw)%8 != 0 || len(raw)/8 > 0xffff {
+		return fmt.Errorf("seccomp filter of %d bytes is not a sock_filter array", len(raw))
+	}
+	filter := make([]unix.SockFilter, len(raw)/8)
+	for i := range filter {
+		b := raw[i*8:]
+		filter[i] = unix.SockFilter{
+			Code: binary.NativeEndian.Uint16(b[0:]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("failed to set no_new_privs: %w", err)
+	}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return fmt.Errorf("failed to install the seccomp filter: %w", errno)
+	}
+	return nil
+}
+
+// reservedThreads is how many OS threads the worker starts before it
+// serves. The jail's process limit counts threads: under a fork bomb it is
+// full, and a worker that then needed a new thread (a command blocks one in
+// wait4) would die ("failed to create new OS thread") and take the jail's
+// state with it. The Go runtime keeps idle threads and reuses them.
+const reservedThreads = 16
+
+// reserveThreads makes the runtime start n threads now: n goroutines each
+// lock themselves to a thread and wait, so that every other goroutine
+// needs another one, then all are let go. A thread whose goroutine unlocks
+// it before ending goes back to the runtime's idle threads.
+func reserveThreads(n int) {
+	release := make(chan struct{})
+	var locked, done sync.WaitGroup
+	for range n {
+		locked.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			locked.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	locked.Wait()
+	close(release)
+	done.Wait()
+}
