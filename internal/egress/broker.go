@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/wardenhq/warden/internal/egress/policy"
+	"github.com/wardenhq/warden/internal/egress/relay"
 )
 
 // SecretSpec is one [[sandbox.egress.secrets]] entry.
@@ -58,7 +59,7 @@ type secret struct {
 
 // PlaceholderPrefix begins every placeholder, so a person (and the
 // detector) can tell one at a glance.
-const PlaceholderPrefix = "warden-placeholder-"
+const PlaceholderPrefix = relay.PlaceholderPrefix
 
 // WorkspaceDir is where the egress state of a workspace lives under
 // warden's state directory: one directory per workspace path.

@@ -51,10 +51,13 @@ type Options struct {
 	KeepAlive time.Duration
 	// UpstreamRoots verify real servers when TLS is terminated for a
 	// brokered secret (nil: the system's roots).
-	UpstreamRoots *x509.CertPool
+	UpstreamRoots CertPool
 	// MaxConns bounds concurrent client connections (default 512).
 	MaxConns int
 }
+
+// CertPool is a set of trusted roots.
+type CertPool = *x509.CertPool
 
 // ConnInfo is what is known about a client connection before it speaks.
 type ConnInfo struct {

@@ -20,6 +20,9 @@ const (
 	// BundlePath is where the CA bundle (the system's CAs and the
 	// workspace CA) is bound when secrets are brokered.
 	BundlePath = "/run/warden/egress/ca-bundle.pem"
+	// PlaceholderPrefix begins every brokered secret's placeholder: the
+	// value a secret's variable holds in the jail, worthless anywhere else.
+	PlaceholderPrefix = "warden-placeholder-"
 )
 
 // ListenJail starts a relay to SocketPath on the jail's loopback, on

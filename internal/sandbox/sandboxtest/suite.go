@@ -26,6 +26,7 @@ var rows = []row{
 	{"warden killed leaves nothing", testWardenKilled},
 	{"forged protocol lines", testForgedProtocol},
 	{"control socket", testControlSocket},
+	{"egress", testEgress},
 }
 
 // Run tries the backend f reaches with every row of the suite, each a
