@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/wardenhq/warden/internal/approval"
+	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
 	egresspolicy "github.com/wardenhq/warden/internal/egress/policy"
+	"github.com/wardenhq/warden/internal/sandbox"
 )
 
 // EgressTool is the name a per-host network approval carries in the store,
@@ -147,4 +150,48 @@ func parseNetTarget(s string) (egresspolicy.Target, error) {
 		return egresspolicy.Target{}, herr
 	}
 	return egresspolicy.Target{}, err
+}
+
+// jailEgress is the host side of network = "allowlist" for the jails of
+// an App: unknown hosts go to the App's approver, connections to its audit
+// trail. The asker is set once the approver exists (before any jail starts).
+type jailEgress struct {
+	opts  *sandbox.EgressOptions
+	audit *EgressAudit
+}
+
+func newJailEgress(sink audit.Sink, log *slog.Logger) *jailEgress {
+	ea := NewEgressAudit(sink, log)
+	return &jailEgress{opts: &sandbox.EgressOptions{Auditor: ea}, audit: ea}
+}
+
+// ExecEgress is the host side of network = "allowlist" for a jail `warden
+// exec` starts itself (no warden serve holds the workspace): questions
+// through the terminal approver on the default store, connections to its
+// audit trail. close releases both, after the jail is gone. For a
+// workspace under another mode it returns nil and a no-op.
+func ExecEgress(ctx context.Context, f Flags, log *slog.Logger) (*sandbox.EgressOptions, func(), error) {
+	cfg, err := LoadConfig(f, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Sandbox == nil || cfg.Sandbox.NetworkMode != config.NetworkAllowlist {
+		return nil, func() {}, nil
+	}
+	st, err := OpenStore("")
+	if err != nil {
+		return nil, nil, err
+	}
+	approver, closeApprover, err := TerminalApprover(ctx, cfg, st, nil, log)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	je := newJailEgress(st, log)
+	je.opts.Asker = &EgressAsker{Approver: approver}
+	return je.opts, func() {
+		je.audit.Close()
+		closeApprover()
+		st.Close()
+	}, nil
 }
