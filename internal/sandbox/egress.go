@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"os"
+	"sync"
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
@@ -34,7 +35,7 @@ type EgressOptions struct {
 // startEgress starts the gateway of a jail under network = "allowlist":
 // its socket in a private directory of the system's temporary directory
 // (short enough for a socket path), the broker when secrets are listed.
-func startEgress(o *Options, s Settings, root func() int) (*egress.Gateway, error) {
+func startEgress(o *Options, s Settings, pids func() []int) (*egress.Gateway, error) {
 	eo := o.Egress
 	if eo == nil {
 		eo = &EgressOptions{}
@@ -52,15 +53,43 @@ func startEgress(o *Options, s Settings, root func() int) (*egress.Gateway, erro
 	if state == "" {
 		state = config.StateDir()
 	}
-	attr := egress.ProcAttributor(root)
 	return egress.StartGateway(egress.GatewayOptions{
 		Server: egress.Options{
 			Policy: pol, Resolver: eo.Resolver, Asker: eo.Asker, Auditor: eo.Auditor, Workspace: o.Workspace,
 			UpstreamRoots: eo.UpstreamRoots,
-			Attribute:     func(ci egress.ConnInfo) egress.Attribution { return egress.Attribution{Command: attr(ci)} },
 		},
-		Secrets: secrets, StateDir: state, RunDir: os.TempDir(), Getenv: eo.Getenv, SystemBundle: eo.SystemBundle,
+		Attributor: egress.NewAttributor(pids),
+		Secrets:    secrets, StateDir: state, RunDir: os.TempDir(), Getenv: eo.Getenv, SystemBundle: eo.SystemBundle,
 	})
+}
+
+// egressPIDs lists a started jail's processes for attribution: its pids
+// cgroup's, when the backend made one (local), else the tree under the
+// process the backend started (which, for docker, is the client, not the
+// container: nothing is found, and connections go unattributed).
+type egressPIDs struct {
+	mu     sync.Mutex
+	cgroup string
+	root   int
+}
+
+func (j *egressPIDs) set(info Info) {
+	j.mu.Lock()
+	j.cgroup, j.root = info.Cgroup, info.PID
+	j.mu.Unlock()
+}
+
+func (j *egressPIDs) list() []int {
+	j.mu.Lock()
+	cg, root := j.cgroup, j.root
+	j.mu.Unlock()
+	switch {
+	case cg != "":
+		return egress.CgroupPIDs(cg)
+	case root > 0:
+		return egress.Descendants(root)
+	}
+	return nil
 }
 
 // egressInfo is the counters of a jail's gateway, for Info.

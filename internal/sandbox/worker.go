@@ -83,12 +83,12 @@ func start(ctx context.Context, opts *Options, bs map[string]Backend) (*Worker, 
 	}
 	launch := o.launch(s)
 	var gw *egress.Gateway
-	var rootPID atomic.Int64 // the jail's host pid, once the backend started it
+	var pids egressPIDs // the jail's processes, once the backend started it
 	if s.Egress {
 		if s.Backend == BackendSSH {
 			return nil, sshjail.ErrNoEgress
 		}
-		if gw, err = startEgress(&o, s, func() int { return int(rootPID.Load()) }); err != nil {
+		if gw, err = startEgress(&o, s, pids.list); err != nil {
 			return nil, fmt.Errorf("failed to start the jail's egress proxy: %w", err)
 		}
 		launch.Egress = &jail.Egress{Socket: gw.Socket, Bundle: gw.BundleFile, Env: gw.Env}
@@ -100,7 +100,7 @@ func start(ctx context.Context, opts *Options, bs map[string]Backend) (*Worker, 
 		}
 		return nil, err
 	}
-	rootPID.Store(int64(st.Info.PID))
+	pids.set(st.Info)
 	w := newWorker(o, s, st.Proc, st.Stdin, gw)
 	err = w.handshake(ctx, st.Stdout, st.Info, st.WantSeccomp)
 	if st.Finish != nil {

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -180,6 +181,39 @@ func probe(args []string) string {
 	case "tunnel-connect":
 		// CONNECT to an allowed host, then a CONNECT to another inside it.
 		return proxyConnect(args[1], args[2])
+	case "http-download":
+		// GET a URL (through the environment's proxy) and discard the body:
+		// "BYTES SECONDS".
+		t0 := time.Now()
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+		resp, err := c.Get(args[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("%d %f", n, time.Since(t0).Seconds())
+	case "http-latency":
+		// N GETs of a URL, each on a new connection (through the
+		// environment's proxy): the median time per request in µs.
+		n, _ := strconv.Atoi(args[2])
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+		times := make([]time.Duration, 0, n)
+		for range n {
+			t0 := time.Now()
+			resp, err := c.Get(args[1])
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			times = append(times, time.Since(t0))
+		}
+		slices.Sort(times)
+		return strconv.FormatInt(times[len(times)/2].Microseconds(), 10)
 	case "udp":
 		c, err := net.Dial("udp", args[1])
 		if err != nil {

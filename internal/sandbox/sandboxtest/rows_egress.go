@@ -165,6 +165,11 @@ func testEgress(t *testing.T, f *Fixture) {
 		if !ok || ev.TLS != "terminated" || len(ev.Secrets) != 1 {
 			t.Errorf("event %+v", ev)
 		}
+		// Where the host sees the jail's processes (a pids cgroup), the
+		// event names the command that opened the connection.
+		if w.Info().Cgroup != "" && !strings.Contains(ev.Command, probeArg+" http-get https://api.test") {
+			t.Errorf("the event does not name the command: %q", ev.Command)
+		}
 	})
 	sub("the placeholder to another host", func(t *testing.T) {
 		got(out("http-get", "http://allowed.test:"+pp+"/", "X-Token: ENV:GH_TOKEN"), "status 403", "placeholder of GH_TOKEN")
