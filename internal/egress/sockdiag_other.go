@@ -14,4 +14,6 @@ func openSockDiag(int) (*sockDiag, error) { return nil, errors.New("sock_diag is
 
 func (d *sockDiag) Close() {}
 
-func (d *sockDiag) inode(netip.AddrPort, netip.AddrPort) (uint32, error) { return 0, errors.ErrUnsupported }
+func (d *sockDiag) inode(netip.AddrPort, netip.AddrPort) (uint32, error) {
+	return 0, errors.ErrUnsupported
+}
