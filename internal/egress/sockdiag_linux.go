@@ -16,16 +16,34 @@ import (
 // one lookup in the kernel's hash tables, where reading /proc/PID/net/tcp
 // makes the kernel print every socket of the namespace (thousands, once
 // TIME_WAIT ones pile up) to be scanned. The netlink socket is opened in
-// the jail's network namespace once (from a thread that enters it and is
-// then thrown away) and used from any thread after: a socket keeps the
-// namespace it was made in.
+// the jail's network namespace once (by a thread that enters it and comes
+// back) and used from any thread after: a socket keeps the namespace it
+// was made in.
 type sockDiag struct {
 	mu sync.Mutex
 	fd int
 }
 
 // openSockDiag opens a sock_diag socket in the network namespace of pid.
+//
+// The thread that enters the namespace comes back to this process's own
+// before it is released: a thread a locked goroutine leaves behind is
+// ended by the runtime, and the thread may be one that started a jail with
+// a parent-death signal (bubblewrap's --die-with-parent), which its end
+// would kill. So where this process cannot come back (no right over its
+// own namespace), it does not go: attribution then reads net/tcp.
 func openSockDiag(pid int) (*sockDiag, error) {
+	own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	defer unix.Close(own)
+	target, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag in the namespace of %d: %w", pid, err)
+	}
+	defer unix.Close(target)
+
 	type result struct {
 		fd  int
 		err error
@@ -33,30 +51,41 @@ func openSockDiag(pid int) (*sockDiag, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
+		// Entering the namespace we are in proves we may come back to it.
+		if err := unix.Setns(own, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{-1, err}
+			ch <- result{-1, fmt.Errorf("sock_diag: this process may not switch network namespaces: %w", err)}
 			return
 		}
-		defer unix.Close(ns)
-		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			ch <- result{-1, err}
+			ch <- result{-1, fmt.Errorf("sock_diag in the namespace of %d: %w", pid, err)}
 			return
 		}
-		// This thread is in the jail's namespace now: it stays locked, and
-		// the runtime ends it with this goroutine instead of reusing it.
 		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+		if berr := unix.Setns(own, unix.CLONE_NEWNET); berr != nil {
+			// Stuck in the jail's namespace (just shown not to happen): this
+			// thread runs nothing else and is not ended either.
+			if err == nil {
+				unix.Close(fd)
+			}
+			ch <- result{-1, fmt.Errorf("sock_diag: could not return to this process's namespace: %w", berr)}
+			select {}
+		}
+		runtime.UnlockOSThread()
+		if err != nil {
+			err = fmt.Errorf("sock_diag in the namespace of %d: %w", pid, err)
+		}
 		ch <- result{fd, err}
 	}()
 	r := <-ch
 	if r.err != nil {
-		return nil, fmt.Errorf("sock_diag in the namespace of %d: %w", pid, r.err)
+		return nil, r.err
 	}
+	fd := r.fd
 	tv := unix.Timeval{Sec: 1}
-	unix.SetsockoptTimeval(r.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-	return &sockDiag{fd: r.fd}, nil
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	return &sockDiag{fd: fd}, nil
 }
 
 func (d *sockDiag) Close() { unix.Close(d.fd) }
