@@ -50,6 +50,8 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newSetupCmd,
 	newApprovalsCmd,
 	newStoreCmd,
+	newUndoCmd,
+	newCheckpointsCmd,
 	newAuditCmd,
 	newConfigCmd,
 	newSandboxCmd,

@@ -13,6 +13,8 @@ type Config struct {
 	Agents    map[string]Agent `toml:"agents" yaml:"agents" json:"agents,omitempty"`
 	Store     Store            `toml:"store" yaml:"store" json:"store"`
 	Telemetry Telemetry        `toml:"telemetry" yaml:"telemetry" json:"telemetry"`
+	// Checkpoints is [checkpoints] (checkpoints.go).
+	Checkpoints Checkpoints `toml:"checkpoints" yaml:"checkpoints" json:"checkpoints"`
 
 	// DryRun is set by --dry-run only: nothing is executed.
 	DryRun bool `toml:"-" yaml:"-" json:"dry_run,omitempty"`
@@ -200,7 +202,7 @@ type Sandbox struct {
 	Mask        []string `toml:"mask" yaml:"mask" json:"mask"`
 	NoGPU       bool     `toml:"no_gpu" yaml:"no_gpu" json:"no_gpu"`
 	Lockdown    bool     `toml:"lockdown" yaml:"lockdown" json:"lockdown"`
-	Network     bool     `toml:"network" yaml:"network" json:"network"`
+	Network     bool     `toml:"-" yaml:"-" json:"host_network,omitempty"`             // the host's network: NetworkMode == "host"
 	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
 	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
 	// NoToolchains keeps the jail's PATH to the system directories; by
@@ -209,6 +211,11 @@ type Sandbox struct {
 	// of the same kind (absolute paths; user config only).
 	NoToolchains   bool     `toml:"no_toolchains" yaml:"no_toolchains" json:"no_toolchains"`
 	ToolchainPaths []string `toml:"toolchain_paths" yaml:"toolchain_paths" json:"toolchain_paths,omitempty"`
+
+	// network = "none" | "allowlist" | "host", and [sandbox.egress]
+	// (egress.go).
+	NetworkMode NetworkMode `toml:"network" yaml:"network" json:"network"`
+	Egress      Egress      `toml:"egress" yaml:"egress" json:"egress"`
 
 	// docker backend: the image the workspace's container runs, and its
 	// memory limit in MiB (default 2048).
@@ -284,9 +291,10 @@ func Default() *Config {
 			Approval:    Approval{TimeoutSecs: 300, OnTimeout: PolicyDeny, MCPWaitSecs: 50},
 			HTTP:        HTTP{TimeoutSecs: 30, MaxBodyBytes: 1 << 20},
 		},
-		Hooks:     Hooks{Approval: HookApprovalWarden, WaitSecs: 50},
-		LLM:       LLM{Timeout: 120, Retries: 2},
-		Store:     Store{LeaseSecs: 15},
-		Telemetry: Telemetry{ServiceName: "warden"},
+		Hooks:       Hooks{Approval: HookApprovalWarden, WaitSecs: 50},
+		LLM:         LLM{Timeout: 120, Retries: 2},
+		Store:       Store{LeaseSecs: 15},
+		Telemetry:   Telemetry{ServiceName: "warden"},
+		Checkpoints: defaultCheckpoints(),
 	}
 }

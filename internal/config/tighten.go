@@ -60,9 +60,12 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	"sandbox.toolchain_paths": func(c *wsCheck, lf leaf) string {
 		return "binds host directories into the jail; " + onlyUser
 	},
-	"sandbox.network":      sandboxBool("network", true, func(s *Sandbox) bool { return s.Network }),
-	"sandbox.mask":         additive,
-	"sandbox.idle_timeout": additive,
+	"sandbox.network":        networkNotLooser,
+	"sandbox.egress.allow":   egressAllowNarrows,
+	"sandbox.egress.deny":    additive,
+	"sandbox.egress.unknown": egressUnknownNotLooser,
+	"sandbox.mask":           additive,
+	"sandbox.idle_timeout":   additive,
 	"sandbox.backend": func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && b.Backend != lf.n.s {
 			return fmt.Sprintf("%s chose backend %q; %s", c.against(), b.Backend, c.only())

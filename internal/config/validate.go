@@ -68,6 +68,7 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	l.validateAgents()
 	l.validateStore()
 	l.validateTelemetry()
+	l.validateCheckpoints()
 }
 
 func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
@@ -392,6 +393,7 @@ func (l *layer) validateSandbox() {
 	if l.has("sandbox.remote_path") && !strings.HasPrefix(s.RemotePath, "/") {
 		l.bad("sandbox.remote_path", s.RemotePath, "must be an absolute path on the remote host")
 	}
+	l.validateEgress()
 }
 
 func (l *layer) validateLLM() {

@@ -39,7 +39,11 @@ type Settings struct {
 	Backend  string `json:"backend"`
 	Lockdown bool   `json:"lockdown"`
 	// Network shares the host network; always false under Lockdown.
-	Network  bool          `json:"network"`
+	Network bool `json:"network"`
+	// Egress is network = "allowlist": the jail keeps a network of its own
+	// with only loopback, where a relay hands every connection to warden's
+	// egress proxy on the host (internal/egress). Never under Lockdown.
+	Egress   bool          `json:"egress,omitempty"`
 	NoGPU    bool          `json:"no_gpu"`
 	Landlock string        `json:"landlock"`
 	RWPaths  []string      `json:"rw_paths"`
@@ -74,6 +78,7 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 		Backend:  sb.Backend,
 		Lockdown: sb.Lockdown,
 		Network:  sb.Network,
+		Egress:   sb.NetworkMode == config.NetworkAllowlist,
 		NoGPU:    sb.NoGPU,
 		Landlock: sb.Landlock,
 		RWPaths:  slices.Clone(sb.RWPaths),
@@ -88,7 +93,7 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 	if sb.Invalid != "" {
 		why = append(why, "the [sandbox] section is invalid ("+sb.Invalid+")")
 		// Nothing of an invalid section loosens the jail.
-		s.Network, s.NoGPU, s.Toolchains, s.ToolchainPaths = false, true, false, nil
+		s.Network, s.Egress, s.NoGPU, s.Toolchains, s.ToolchainPaths = false, false, true, false, nil
 	}
 	switch s.Backend {
 	case "", BackendLocal:
@@ -120,7 +125,7 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 		s.Forced = strings.Join(why, "; ")
 	}
 	if s.Lockdown {
-		s.Network = false
+		s.Network, s.Egress = false, false
 	}
 	return s, nil
 }

@@ -44,6 +44,12 @@ type WorkerSpec struct {
 	// file in the jail's private HOME, so git in the jail does not offer
 	// to commit them (git add -A).
 	GitIgnore []string `json:"git_ignore,omitempty"`
+	// Egress is set under network = "allowlist": the worker starts the
+	// egress relay on the jail's loopback (internal/egress/relay), and
+	// these variables (the proxy and CA variables, the brokered secrets'
+	// placeholders: nothing secret) are set for every command it runs,
+	// whatever environment the request brings.
+	Egress []string `json:"egress,omitempty"`
 }
 
 // JailSpec is what the ssh backend tells `warden worker --jail` on the
