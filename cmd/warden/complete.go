@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/app"
+	"github.com/wardenhq/warden/internal/checkpoint"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -42,6 +43,10 @@ func addCompletions(root *cobra.Command, g *globalFlags) {
 			c.ValidArgsFunction = g.completeRequests
 		case "warden approvals revoke":
 			c.ValidArgsFunction = g.completeGrants
+		case "warden checkpoints show":
+			c.ValidArgsFunction = g.completeCheckpoints
+		case "warden undo":
+			_ = c.RegisterFlagCompletionFunc("to", g.completeCheckpoints)
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -128,6 +133,29 @@ func (g *globalFlags) completeGrants(c *cobra.Command, args []string, _ string) 
 	var out []string
 	for _, gr := range list {
 		out = append(out, gr.ID+"\t"+completionText(gr.Tool+" "+string(gr.Args)))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+}
+
+// completeCheckpoints offers the workspace's checkpoints, newest first,
+// each with the call it was taken before.
+func (g *globalFlags) completeCheckpoints(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cps, err := app.OpenCheckpoints(g.app(false, false), "", slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer cps.Close()
+	list, err := cps.List()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	slices.SortFunc(list, func(a, b *checkpoint.Checkpoint) int { return b.Time.Compare(a.Time) })
+	var out []string
+	for _, cp := range list[:min(len(list), 50)] {
+		out = append(out, cp.ID+"\t"+completionText(describeCall(cp)))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 }
