@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -25,7 +26,11 @@ func doctorConfig(g *globalFlags) (files, notifyProblems []string, err error) {
 	for _, p := range app.ChannelProblems(ld.Config) {
 		notifyProblems = append(notifyProblems, p.Error())
 	}
-	return ld.Files, notifyProblems, nil
+	files = ld.Files
+	if files == nil {
+		files = []string{}
+	}
+	return files, notifyProblems, nil
 }
 
 // newDoctorCmd is `warden doctor`: what this host supports for the sandbox
@@ -85,6 +90,11 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 					fmt.Fprintf(out, "config:           no file found, built-in defaults only (user config: %s)\n", config.UserConfigPath())
 				default:
 					fmt.Fprintf(out, "config:           %s\n", strings.Join(cfgFiles, ", "))
+				}
+				if cfgErr == nil {
+					if note := app.ConfigNote(cfgFiles, os.Environ()); note != "" {
+						fmt.Fprintf(out, "config note:      %s\n", note)
+					}
 				}
 				if len(notifyProblems) == 0 {
 					fmt.Fprintln(out, "notify:           every configured channel starts")

@@ -72,16 +72,19 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 	log := newLogger(stderr)
 	protectSecrets(log)
 	flags := g.app(f.noCommands, f.dryRun)
-	cfg, err := app.LoadConfig(flags, log)
+	cfg, files, err := app.LoadConfigFiles(flags, log)
 	if err != nil {
 		return err
+	}
+	if files == nil {
+		files = []string{}
 	}
 	servers, err := pickUpstreams(cfg, f.upstreams)
 	if err != nil {
 		return err
 	}
 	session := mcp.NewSessionID()
-	o := app.Options{Flags: flags, Config: cfg, Agent: f.agent, Session: session, DB: *f.db, Logger: log,
+	o := app.Options{Flags: flags, Config: cfg, ConfigFiles: files, Agent: f.agent, Session: session, DB: *f.db, Logger: log,
 		Approver: app.MCPApprover(!f.noElicit)}
 	if len(servers) > 0 {
 		o.Registry = app.UpstreamRegistry(servers)

@@ -144,9 +144,28 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 }
 
 // NoChannelError is the fail-safe refusal when no person can be asked.
+// Error is the operator's text (the ways out, for stderr and the audit);
+// ForModel is what the model reads.
 type NoChannelError struct {
 	Tool string
 	Rule string
+	// Config says which configuration files were read, when that may
+	// explain the refusal (none found, a stripped environment); both
+	// texts carry it.
+	Config string
+}
+
+// ForModel is the refusal written for the model: what happened, and the
+// one thing it can do (ask the user). The operator's list of settings is
+// no use to it.
+func (e *NoChannelError) ForModel() string {
+	msg := fmt.Sprintf("Calling %s needs a person's approval, and no person can be reached to give it, so nothing ran. "+
+		"Do not retry it: tell the user this call needs their approval, or that warden must be configured to reach them "+
+		"(warden doctor says how).", e.Tool)
+	if e.Config != "" {
+		msg += " " + e.Config
+	}
+	return msg
 }
 
 func (e *NoChannelError) Error() string {
@@ -159,7 +178,14 @@ func (e *NoChannelError) Error() string {
 		"1) configure [[security.approval.supervisors]] and notify_channel = \"api\" (or a webhook), then decide with "+
 		"`warden approvals approve ID` from another terminal, or through `warden serve`, while this process waits; "+
 		"2) --mode yolo; 3) --dry-run; 4) an [[security.approval.auto_approve]] rule matching this call; "+
-		"5) security.tool_policy.tools.%s = \"allow\"", e.Tool, rule, e.Tool)
+		"5) security.tool_policy.tools.%s = \"allow\"%s", e.Tool, rule, e.Tool, configNote(e.Config))
+}
+
+func configNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ". " + s
 }
 
 // Unwrap makes errors.Is(err, ErrNoChannel) true.
