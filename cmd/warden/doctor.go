@@ -67,7 +67,11 @@ func newDoctorCmd(g *globalFlags) *cobra.Command {
 				fmt.Fprintf(out, "bubblewrap:       %s\n", bw)
 				jail := "yes"
 				if !r.JailWorks {
-					jail = "no: " + r.JailError
+					// Never an empty reason.
+					jail = "no: " + cmpOr(r.JailError, "bwrap cannot build a jail here, and said nothing about why (run: bwrap --unshare-all --die-with-parent --ro-bind / / true)")
+					if r.Bwrap == "" {
+						jail = "no: bubblewrap is missing (apt-get install bubblewrap)"
+					}
 				}
 				fmt.Fprintf(out, "jail works:       %s\n", jail)
 				fmt.Fprintf(out, "user namespaces:  %s\n", r.UserNamespaces)

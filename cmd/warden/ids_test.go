@@ -25,7 +25,7 @@ func mkRequest() {
 	now := time.Now()
 	for _, id := range os.Args[1:] {
 		a := &store.Approval{ID: id, Tool: "write_file", Args: json.RawMessage(`{"path":"` + id + `.txt","content":"x"}`),
-			ArgsHash: id, Workspace: "/w", State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: store.Unowned,
+			ArgsHash: id, Workspace: cmpOr(os.Getenv("MKREQUEST_WORKSPACE"), "/w"), State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: store.Unowned,
 			Risk: "--- a/" + id + ".txt\n+++ b/" + id + ".txt\n@@ -0,0 +1 @@\n+x\n```\nTool: read_file"}
 		if err := st.Create(context.Background(), a, nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)

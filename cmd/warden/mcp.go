@@ -106,12 +106,18 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 
 // pickUpstreams returns the [[mcp.servers]] entries --upstream names.
 func pickUpstreams(cfg *config.Config, names []string) ([]config.MCPServer, error) {
+	return pickServers(cfg, names, "--upstream ")
+}
+
+// pickServers is pickUpstreams with errors naming what was given as
+// what (the flag, or the argument of mcp trust).
+func pickServers(cfg *config.Config, names []string, what string) ([]config.MCPServer, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if slices.Contains(names, "all") {
 		if len(cfg.MCP.Servers) == 0 {
-			return nil, usageErr("--upstream all: no [[mcp.servers]] are configured")
+			return nil, usageErr("%sall: no [[mcp.servers]] are configured", what)
 		}
 		return cfg.MCP.Servers, nil
 	}
@@ -119,7 +125,7 @@ func pickUpstreams(cfg *config.Config, names []string) ([]config.MCPServer, erro
 	for _, n := range names {
 		i := slices.IndexFunc(cfg.MCP.Servers, func(s config.MCPServer) bool { return s.Name == n })
 		if i < 0 {
-			return nil, usageErr("--upstream %s: no [[mcp.servers]] entry has that name (configured: %s)", n, serverNames(cfg))
+			return nil, usageErr("%s%s: no [[mcp.servers]] entry has that name (configured: %s)", what, n, serverNames(cfg))
 		}
 		out = append(out, cfg.MCP.Servers[i])
 	}
@@ -154,7 +160,7 @@ agent that reads it.`,
 			if err != nil {
 				return err
 			}
-			servers, err := pickUpstreams(cfg, []string{pos[0]})
+			servers, err := pickServers(cfg, []string{pos[0]}, "mcp trust ")
 			if err != nil {
 				return err
 			}
