@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -38,6 +39,7 @@ supervisor's bearer token instead).`,
 	}
 	db := dbFlag(cmd)
 	var status string
+	var limit int
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List approval requests (newest first)",
@@ -51,6 +53,23 @@ supervisor's bearer token instead).`,
 				}
 				f.State = st
 			}
+			if limit < 0 {
+				return usageErr("--limit must be 0 (no limit) or more")
+			}
+			ws := ""
+			if g.workspace != "" {
+				// --workspace filters: the requests of that workspace.
+				abs, err := filepath.Abs(g.workspace)
+				if err == nil {
+					abs, err = filepath.EvalSymlinks(abs)
+				}
+				if err != nil {
+					return usageErr("--workspace %s: %v", g.workspace, err)
+				}
+				ws = abs
+			} else {
+				f.Limit = limit
+			}
 			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
@@ -59,6 +78,12 @@ supervisor's bearer token instead).`,
 			l, err := st.List(c.Context(), f)
 			if err != nil {
 				return err
+			}
+			if ws != "" {
+				l = slices.DeleteFunc(l, func(a *store.Approval) bool { return a.Workspace != ws })
+				if limit > 0 && len(l) > limit {
+					l = l[:limit]
+				}
 			}
 			if g.json {
 				if l == nil {
@@ -76,9 +101,12 @@ supervisor's bearer token instead).`,
 		},
 	}
 	list.Flags().StringVar(&status, "status", "", "only requests in this state: pending, approved, executed, denied, timed_out, cancelled")
+	list.Flags().IntVar(&limit, "limit", 100, "at most this many, newest first (0: all)")
+	list.Long = "List approval requests, newest first. --workspace lists only that workspace's requests."
 
 	show := &cobra.Command{
 		Use:   "show ID",
+		Long:  "Show one approval request. ID is the whole id or a unique prefix of at least 6 characters (the page shows 8).",
 		Short: "Show one approval request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -87,7 +115,11 @@ supervisor's bearer token instead).`,
 				return err
 			}
 			defer st.Close()
-			a, err := st.Get(c.Context(), args[0])
+			id, err := st.ExpandID(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			a, err := st.Get(c.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -109,7 +141,14 @@ supervisor's bearer token instead).`,
 			p("session_id", a.Session)
 			p("agent", a.Agent)
 			p("rule", a.Rule)
-			p("risk", a.Risk)
+			if a.Risk != "" {
+				// Its own lines, each behind the gutter: no line of a
+				// diff can pass for a field of the request.
+				fmt.Fprintf(w, "%-17s\n", "risk:")
+				for line := range strings.Lines(approval.PrintableLines(a.Risk, 0)) {
+					fmt.Fprintf(w, "%s%s\n", approval.Gutter, strings.TrimSuffix(line, "\n"))
+				}
+			}
 			p("created_at", a.CreatedAt.Local().Format(time.RFC3339))
 			p("expires_at", a.ExpiresAt.Local().Format(time.RFC3339))
 			p("decision", a.Decision)
@@ -149,6 +188,9 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 	if err := approval.ProveSupervisor(&cfg.Security.Approval, as, approval.SupervisorProof{Getenv: os.Getenv, Prompt: ttyPrompt()}); err != nil {
 		return nil, "", nil, err
 	}
+	if err := dbExists(db, cfg.Store); err != nil {
+		return nil, "", nil, err
+	}
 	st, err := app.OpenStore(db, cfg.Store)
 	if err != nil {
 		return nil, "", nil, err
@@ -164,6 +206,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 
 func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 	var all bool
+	var limit int
 	c := &cobra.Command{
 		Use:   "grants",
 		Short: "List active grants (calls allowed without asking, per session, until they expire)",
@@ -177,7 +220,10 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 			if _, err := st.ExpireGrants(c.Context()); err != nil {
 				return err
 			}
-			l, err := st.ListGrants(c.Context(), store.GrantFilter{All: all})
+			if limit < 0 {
+				return usageErr("--limit must be 0 (no limit) or more")
+			}
+			l, err := st.ListGrants(c.Context(), store.GrantFilter{All: all, Limit: limit})
 			if err != nil {
 				return err
 			}
@@ -205,6 +251,7 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "also list revoked and expired grants")
+	c.Flags().IntVar(&limit, "limit", 100, "at most this many (0: all)")
 	return c
 }
 
@@ -220,10 +267,14 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 				return err
 			}
 			defer closeFn()
-			if err := b.RevokeGrant(c.Context(), args[0], sup); err != nil {
+			id, err := b.Store().ExpandGrantID(c.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			gr, err := b.Store().GetGrant(c.Context(), args[0])
+			if err := b.RevokeGrant(c.Context(), id, sup); err != nil {
+				return err
+			}
+			gr, err := b.Store().GetGrant(c.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -258,12 +309,16 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 				return err
 			}
 			defer closeFn()
+			id, err := b.Store().ExpandID(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
 			var a *store.Approval
 			var gr *store.Grant
 			if grant > 0 {
-				a, gr, err = b.ApproveWithGrant(c.Context(), args[0], sup, reason, grant)
+				a, gr, err = b.ApproveWithGrant(c.Context(), id, sup, reason, grant)
 			} else {
-				a, err = b.Decide(c.Context(), args[0], sup, approve, reason)
+				a, err = b.Decide(c.Context(), id, sup, approve, reason)
 			}
 			if err != nil {
 				return err

@@ -83,7 +83,8 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	approvals.Flags().IntVar(&last, "last", 50, "how many decisions")
-	approvals.Flags().StringVar(&format, "format", "table", "table or json")
+	approvals.Flags().IntVar(&last, "limit", 50, "how many decisions (as --last)")
+	approvals.Flags().StringVar(&format, "format", "table", "table or json (--json is the same as --format json)")
 
 	var n int
 	var follow bool

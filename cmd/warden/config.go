@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/workspace"
 )
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
@@ -43,7 +45,8 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 					Ceiling  map[string]string `json:"ceiling,omitempty"`
 					Warnings []string          `json:"warnings"`
 					Files    []string          `json:"files"`
-				}{ld.Config, ld.Origin, ld.Managed, ceiling, nonNilStrings(ld.Warnings), nonNilStrings(ld.Files)})
+					Builtin  builtinDefaults   `json:"builtin"`
+				}{ld.Config, ld.Origin, ld.Managed, ceiling, nonNilStrings(ld.Warnings), nonNilStrings(ld.Files), builtins(ld.Config)})
 			}
 			if ld.Managed != "" {
 				fmt.Fprintf(c.OutOrStdout(), "managed policy: %s (settings marked [ceiling] may only be tightened)\n", ld.Managed)
@@ -55,8 +58,17 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				if s.Ceiling != "" {
 					src += "  [ceiling: " + s.Ceiling + "]"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, config.FormatValue(s.Value), src)
+				val := config.FormatValue(s.Value)
+				if s.Key == "security.approval.grant_max_minutes" && ld.Config.Security.Approval.GrantMaxMinutes <= 0 {
+					val += fmt.Sprintf(" (built-in cap: %d)", int(approval.DefaultGrantMax.Minutes()))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, val, src)
 			}
+			// What applies whatever the configuration says, and no source
+			// can remove: the lists above only add to it.
+			b := builtins(ld.Config)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", "security.mask (built-in)", config.FormatValue(b.Mask), "built-in, always applied")
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", "security.protected (built-in)", config.FormatValue(b.Protected), "built-in, always applied")
 			return tw.Flush()
 		},
 	})
@@ -169,4 +181,17 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// builtinDefaults is what config show adds to the configuration: the
+// masks and protected paths always in force, and the effective grant cap.
+type builtinDefaults struct {
+	Mask            []string `json:"mask"`
+	Protected       []string `json:"protected"`
+	GrantMaxMinutes int      `json:"grant_max_minutes"`
+}
+
+func builtins(cfg *config.Config) builtinDefaults {
+	return builtinDefaults{Mask: workspace.DefaultMask, Protected: workspace.DefaultProtected,
+		GrantMaxMinutes: int(approval.GrantMax(&cfg.Security.Approval).Minutes())}
 }

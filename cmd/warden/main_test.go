@@ -17,6 +17,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"warden":     func() { os.Exit(run(os.Args[1:])) },
 		"procreader": procReader,
+		"mkrequest":  mkRequest,
 	})
 }
 

@@ -72,16 +72,19 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 	log := newLogger(stderr)
 	protectSecrets(log)
 	flags := g.app(f.noCommands, f.dryRun)
-	cfg, err := app.LoadConfig(flags, log)
+	cfg, files, err := app.LoadConfigFiles(flags, log)
 	if err != nil {
 		return err
+	}
+	if files == nil {
+		files = []string{}
 	}
 	servers, err := pickUpstreams(cfg, f.upstreams)
 	if err != nil {
 		return err
 	}
 	session := mcp.NewSessionID()
-	o := app.Options{Flags: flags, Config: cfg, Agent: f.agent, Session: session, DB: *f.db, Logger: log,
+	o := app.Options{Flags: flags, Config: cfg, ConfigFiles: files, Agent: f.agent, Session: session, DB: *f.db, Logger: log,
 		Approver: app.MCPApprover(!f.noElicit)}
 	if len(servers) > 0 {
 		o.Registry = app.UpstreamRegistry(servers)
@@ -103,12 +106,18 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 
 // pickUpstreams returns the [[mcp.servers]] entries --upstream names.
 func pickUpstreams(cfg *config.Config, names []string) ([]config.MCPServer, error) {
+	return pickServers(cfg, names, "--upstream ")
+}
+
+// pickServers is pickUpstreams with errors naming what was given as
+// what (the flag, or the argument of mcp trust).
+func pickServers(cfg *config.Config, names []string, what string) ([]config.MCPServer, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if slices.Contains(names, "all") {
 		if len(cfg.MCP.Servers) == 0 {
-			return nil, usageErr("--upstream all: no [[mcp.servers]] are configured")
+			return nil, usageErr("%sall: no [[mcp.servers]] are configured", what)
 		}
 		return cfg.MCP.Servers, nil
 	}
@@ -116,7 +125,7 @@ func pickUpstreams(cfg *config.Config, names []string) ([]config.MCPServer, erro
 	for _, n := range names {
 		i := slices.IndexFunc(cfg.MCP.Servers, func(s config.MCPServer) bool { return s.Name == n })
 		if i < 0 {
-			return nil, usageErr("--upstream %s: no [[mcp.servers]] entry has that name (configured: %s)", n, serverNames(cfg))
+			return nil, usageErr("%s%s: no [[mcp.servers]] entry has that name (configured: %s)", what, n, serverNames(cfg))
 		}
 		out = append(out, cfg.MCP.Servers[i])
 	}
@@ -151,7 +160,7 @@ agent that reads it.`,
 			if err != nil {
 				return err
 			}
-			servers, err := pickUpstreams(cfg, []string{pos[0]})
+			servers, err := pickServers(cfg, []string{pos[0]}, "mcp trust ")
 			if err != nil {
 				return err
 			}

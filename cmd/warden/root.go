@@ -57,6 +57,7 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newSandboxCmd,
 	newDoctorCmd,
 	newWorkerCmd,
+	newVersionCmd,
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -66,7 +67,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Let LLM agents use real tools inside lines a person drew",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -75,12 +78,14 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVar(&g.mode, "mode", "", "confirmation mode: yolo | confirm-sensitive | confirm-all")
 	pf.BoolVar(&g.json, "json", false, "machine-readable output")
 	pf.StringVar(&g.logFile, "log-file", "", "also write the JSON-lines log to this file")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkGlobalFlags(c, g) }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: err}
+		return &exitError{code: exitUsage, err: flagHint(c, err)}
 	})
 	for _, add := range commands {
 		root.AddCommand(add(g))
 	}
+	addCompletions(root, g)
 	return root
 }
 

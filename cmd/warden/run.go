@@ -110,7 +110,7 @@ func runAgent(cmd *cobra.Command, g *globalFlags, f runFlags, task string) error
 
 	model, err := llm.FromConfig(cfg.LLM, f.model, os.LookupEnv, log)
 	if err != nil {
-		return withHint(err, "set [llm] base_url and model in ~/.config/warden/warden.toml, and api_key_env to the name of the variable that holds the key")
+		return withHint(err, "set [llm] base_url and model in "+userConfigName()+", and api_key_env to the name of the variable that holds the key")
 	}
 	prices := llm.Prices(cfg.LLM.Prices)
 	if _, ok := prices.Cost(model.Model(), llm.Usage{}); !ok {

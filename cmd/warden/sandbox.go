@@ -101,7 +101,13 @@ func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 		fmt.Fprintln(w, "sandbox: off (the workspace has no [sandbox] section)")
 	} else {
 		s, h := st.Settings, st.Host
-		fmt.Fprintf(w, "sandbox:  on, backend %s\n", s.Backend)
+		// "on" only where the jail can start: a workspace whose jail
+		// cannot start refuses every call, it does not run unjailed.
+		if why := jailCannotStart(s.Backend, h); why != "" {
+			fmt.Fprintf(w, "sandbox:  configured (backend %s), but the jail cannot start here: %s; every call of this workspace is refused\n", s.Backend, why)
+		} else {
+			fmt.Fprintf(w, "sandbox:  on, backend %s\n", s.Backend)
+		}
 		if s.Forced != "" {
 			fmt.Fprintf(w, "lockdown: yes, forced: %s\n", s.Forced)
 		} else {
@@ -147,4 +153,32 @@ func networkMode(s *sandbox.Settings) string {
 		return "host (the host's network, unchecked)"
 	}
 	return "none"
+}
+
+// jailCannotStart says why a jail of backend cannot start on this host
+// (h probed it), or "" when it can, as far as a probe can tell.
+func jailCannotStart(backend string, h *sandbox.HostReport) string {
+	if h == nil {
+		return ""
+	}
+	if backend == "" || backend == "local" {
+		switch {
+		case h.Bwrap == "":
+			return "bubblewrap is missing (apt-get install bubblewrap)"
+		case !h.JailWorks:
+			return cmpOr(h.JailError, "bwrap cannot build a jail (no reason given)")
+		}
+		return ""
+	}
+	if st, ok := h.Backends[backend]; ok && strings.HasPrefix(st, "unavailable") {
+		return strings.TrimPrefix(st, "unavailable: ")
+	}
+	return ""
+}
+
+func cmpOr(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/app"
+	"github.com/wardenhq/warden/internal/mcp"
 	"github.com/wardenhq/warden/internal/server"
 )
 
@@ -103,6 +105,13 @@ from Telegram (long polling: no public URL needed).`,
 			Addr: addr, CertFile: cert, KeyFile: key,
 			Listening: func(scheme string, a net.Addr) {
 				fmt.Fprintf(stderr, "warden: serving approvals on %s://%s (database %s)\n", scheme, a, st.Where())
+				if len(workspaces) > 0 {
+					tokens, _ := mcp.TokensFromEnv(os.Environ())
+					fmt.Fprintf(stderr, "warden: MCP (streamable HTTP), %d client token(s) loaded from %s<CLIENT>:\n", len(tokens), mcp.TokenEnvPrefix)
+					for _, w := range workspaces {
+						fmt.Fprintf(stderr, "warden:   %s://%s/mcp/%s  workspace %s\n", scheme, a, w.Name, w.Dir)
+					}
+				}
 			},
 			Stopping:   func() { fmt.Fprintln(stderr, "warden: shutting down") },
 			OnShutdown: api.Close,

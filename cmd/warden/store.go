@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/app"
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -22,7 +23,34 @@ func openStore(c *cobra.Command, g *globalFlags, db string) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := dbExists(db, cfg.Store); err != nil {
+		return nil, err
+	}
 	return app.OpenStore(db, cfg.Store)
+}
+
+// dbExists refuses a --db (or WARDEN_DB) naming a SQLite file that does
+// not exist, for the commands that read or decide what is in it: opening
+// it would make a new, empty database and answer "nothing there" about
+// the one the user meant.
+func dbExists(db string, sc config.Store) error {
+	given := db
+	if given == "" {
+		given = os.Getenv("WARDEN_DB")
+	}
+	if given == "" || sc.Pinned != "" {
+		// The default database is empty until first use, and that is the
+		// truth; a pinned store is app.OpenStore's to refuse.
+		return nil
+	}
+	loc, err := store.Resolve(db, sc.URLEnv, os.Getenv)
+	if err != nil || loc.Backend != store.BackendSQLite {
+		return nil // app.OpenStore says what is wrong
+	}
+	if _, err := os.Stat(loc.Path); errors.Is(err, fs.ErrNotExist) {
+		return usageErr("the database %s does not exist; check --db (or WARDEN_DB): warden creates it on its first approval request or audit row", loc.Path)
+	}
+	return nil
 }
 
 func newStoreCmd(g *globalFlags) *cobra.Command {

@@ -7,7 +7,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
 	"github.com/wardenhq/warden/internal/app"
+	"github.com/wardenhq/warden/internal/tools"
 )
 
 func newToolCmd(g *globalFlags) *cobra.Command {
@@ -48,16 +50,22 @@ JSON on stdout. Exit status: 0 success, 1 the tool failed or was refused,
 2 usage error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, pos []string) error {
+			// A script reads a ToolResult on stdout whatever happened;
+			// the error also goes to stderr and sets the exit status.
+			fail := func(err error) error {
+				_ = writeJSONLine(cmd.OutOrStdout(), tools.Result{Error: err.Error()})
+				return err
+			}
 			raw := json.RawMessage(strings.TrimSpace(args))
 			if len(raw) == 0 {
 				raw = json.RawMessage("{}")
 			}
 			if !json.Valid(raw) {
-				return usageErr("--args is not valid JSON: %s", args)
+				return fail(usageErr("--args is not valid JSON: %s", args))
 			}
 			a, err := so.app(cmd, g)
 			if err != nil {
-				return err
+				return fail(err)
 			}
 			defer a.Close()
 			res := a.Engine().Call(cmd.Context(), pos[0], raw)

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
@@ -51,6 +54,9 @@ type Options struct {
 	// Config is the configuration, already loaded; nil means
 	// LoadConfig(Flags).
 	Config *config.Config
+	// ConfigFiles are the files Config was read from, when the caller
+	// loaded it (LoadConfigFiles); nil when unknown.
+	ConfigFiles []string
 	// Agent restricts the tools to an agent's set; "" is build.
 	Agent string
 	// Session names the session the audit trail records; "" means a new
@@ -118,9 +124,13 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 	}()
 	a.cfg = o.Config
+	files := o.ConfigFiles // nil: not known
 	if a.cfg == nil {
-		if a.cfg, err = LoadConfig(o.Flags, a.log); err != nil {
+		if a.cfg, files, err = LoadConfigFiles(o.Flags, a.log); err != nil {
 			return nil, err
+		}
+		if files == nil {
+			files = []string{}
 		}
 	}
 	cfg := a.cfg
@@ -219,14 +229,15 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 	}
 	a.engineOpts = engine.Options{
-		Registry:  reg,
-		Env:       env,
-		AgentName: o.Agent,
-		Audit:     sinks,
-		Approver:  approver,
-		DryRun:    o.DryRun,
-		Hooks:     hooks,
-		Log:       a.log,
+		Registry:   reg,
+		Env:        env,
+		AgentName:  o.Agent,
+		Audit:      sinks,
+		Approver:   approver,
+		DryRun:     o.DryRun,
+		Hooks:      hooks,
+		Log:        a.log,
+		ConfigNote: ConfigNote(files, os.Environ()),
 	}
 	var cps engineCheckpointer
 	if a.checkpoints, cps = openCheckpoints(cfg, a.root, o.StateDir, a.log, a.closers.add); cps != nil {
@@ -293,18 +304,72 @@ func WorkspaceDir(f Flags, cfg *config.Config) string {
 // config < --config file < workspace file (tighten only) < WARDEN_* <
 // flags. Its warnings go to log.
 func LoadConfig(f Flags, log *slog.Logger) (*config.Config, error) {
+	cfg, _, err := LoadConfigFiles(f, log)
+	return cfg, err
+}
+
+// LoadConfigFiles is LoadConfig, and the files it read.
+func LoadConfigFiles(f Flags, log *slog.Logger) (*config.Config, []string, error) {
 	ld, err := config.Load(config.LoadOptions{
 		WorkspaceDir: f.Workspace,
 		ExtraFile:    f.ConfigFile,
 		Flags:        config.Overrides{Mode: f.Mode, NoCommands: f.NoCommands, DryRun: f.DryRun},
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, w := range ld.Warnings {
 		log.Warn(w)
 	}
-	return ld.Config, nil
+	return ld.Config, ld.Files, nil
+}
+
+// hostEnvNames are the only variables MCP hosts commonly pass to the servers
+// they start.
+var hostEnvNames = []string{"HOME", "PATH", "SHELL", "TERM", "USER", "LOGNAME", "PWD", "SHLVL", "_", "LANG", "TMPDIR"}
+
+// StrippedEnv reports whether environ holds nothing but what an MCP host
+// passes to a server it starts: then XDG_CONFIG_HOME, WARDEN_* and the
+// variables a channel reads, set in the user's shell, did not reach warden.
+func StrippedEnv(environ []string) bool {
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(hostEnvNames, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// ConfigNote says which configuration files were read, when that may
+// explain why a call could not be approved: no user config was found, or
+// the environment looks stripped. It is "" otherwise. files nil means
+// they are not known.
+func ConfigNote(files []string, environ []string) string {
+	user := config.UserConfigPath()
+	var note string
+	switch {
+	case files == nil:
+	case len(files) == 0:
+		note = fmt.Sprintf("warden read no configuration file (it looked for the user config at %s).", user)
+	case !slices.ContainsFunc(files, func(f string) bool { return strings.HasPrefix(f, filepath.Dir(user)+string(filepath.Separator)) }):
+		note = fmt.Sprintf("warden read %s, and no user config (it looked at %s).", strings.Join(files, ", "), user)
+	}
+	if StrippedEnv(environ) {
+		note = strings.TrimSpace(note + " Its environment holds only " + strings.Join(envNames(environ), ", ") +
+			", as an MCP host starts a server: variables set in the user's shell (XDG_CONFIG_HOME, WARDEN_*, a channel's token) did not reach it; set them in the host's server entry (env).")
+	}
+	return note
+}
+
+func envNames(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // NewSessionID returns prefix-<16 random hex digits>.

@@ -78,7 +78,7 @@ func TestAppNoChannelFailsSafe(t *testing.T) {
 	t.Parallel()
 	a, _ := testApp(t, config.Default(), nil)
 	res := a.Engine().Call(t.Context(), "write_file", json.RawMessage(`{"path":"b.txt","content":"b"}`))
-	if res.Success || !strings.Contains(res.Error, "no channel can reach") {
+	if res.Success || !strings.Contains(res.Error, "no person can be reached") {
 		t.Fatalf("write_file without a channel: %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(a.Workspace(), "b.txt")); err == nil {

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/notify"
@@ -22,9 +24,38 @@ import (
 // supervisor too. The caller sets Store (and Prompt, Audit), calls
 // approval.Listen with the broker so that Telegram takes answers, and
 // closeFn when done, which closes the channels.
+//
+// A channel that cannot be started (its variable unset, its settings
+// incomplete) is a warning, logged, and not an error: a notifier is not a
+// gate, the other channels carry on, and a call that needs a person and
+// reaches none fails safe as it would without it (ChannelProblems lists
+// them for doctor and the audit).
 func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, closeFn func() error, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o, closeFn, problems, err := approvalOptions(cfg, log)
+	for _, p := range problems {
+		log.Warn("notification channel not started; approval requests are not sent there", "error", p)
+	}
+	return o, closeFn, err
+}
+
+// ChannelProblems says, for each notification channel cfg names that
+// cannot be started, why. It starts nothing that outlives the call.
+func ChannelProblems(cfg *config.Config) []error {
+	_, closeFn, problems, err := approvalOptions(cfg, slog.New(slog.DiscardHandler))
+	closeFn()
+	if err != nil {
+		problems = append(problems, err)
+	}
+	return problems
+}
+
+func approvalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, closeFn func() error, problems []error, err error) {
+	closeFn = func() error { return nil }
 	if o, err = approval.FromConfig(cfg, nil); err != nil {
-		return o, func() error { return nil }, err
+		return o, closeFn, nil, err
 	}
 	o.Logger = log
 	o.Lease = LeaseTTL(cfg.Store)
@@ -38,18 +69,12 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		}
 		return errors.Join(errs...)
 	}
-	defer func() {
-		if err != nil {
-			closeFn()
-			closeFn = func() error { return nil }
-		}
-	}()
 	add := func(c notify.Channel) {
 		chans = append(chans, c)
 		o.Channels = append(o.Channels, c)
 	}
 	if w, err := notify.WebhookFromConfig(ac, no); err != nil {
-		return o, closeFn, err
+		problems = append(problems, fmt.Errorf("webhook: %w", err))
 	} else if w != nil {
 		add(w)
 	}
@@ -57,7 +82,8 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		if name == "telegram" {
 			t, err := telegram.FromConfig(ac, no)
 			if err != nil {
-				return o, closeFn, err
+				problems = append(problems, fmt.Errorf("telegram: %w", err))
+				continue
 			}
 			add(t)
 			for _, id := range telegram.Supervisors(ac) {
@@ -69,13 +95,42 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		}
 		c, err := notify.FromConfig(ac, name, no)
 		if err != nil {
-			return o, closeFn, err
+			problems = append(problems, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
 		if c != nil {
 			add(c)
 		}
 	}
-	return o, closeFn, nil
+	return o, closeFn, problems, nil
+}
+
+// announce prints, on stderr, how to decide a request this process waits
+// for (approval.Announcement).
+func announce(cfg *config.Config) func(*approval.Pending, []string) {
+	return func(p *approval.Pending, sentTo []string) {
+		fmt.Fprint(os.Stderr, approval.Announcement(p, cfg.Security.Approval.PageURL, sentTo))
+	}
+}
+
+// channelOptions is ApprovalOptions for an approver that asks: each
+// channel that cannot start is also written to the audit trail (event
+// notify_failed, to every sink of sinks that is one), so the trail says why
+// nobody was told.
+func channelOptions(ctx context.Context, cfg *config.Config, log *slog.Logger, sinks ...any) (approval.Options, func() error, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o, closeFn, problems, err := approvalOptions(cfg, log)
+	for _, p := range problems {
+		log.Warn("notification channel not started; approval requests are not sent there", "error", p)
+		for _, s := range sinks {
+			if sink, ok := s.(audit.Sink); ok && sink != nil {
+				_ = sink.Write(ctx, &audit.Record{Time: time.Now().UTC(), Event: "notify_failed", Error: p.Error()})
+			}
+		}
+	}
+	return o, closeFn, err
 }
 
 // Lazy builds the approver f builds on its first use (approval.Lazy): a
@@ -97,7 +152,7 @@ func TerminalApprover(ctx context.Context, cfg *config.Config, st *store.SQLite,
 }
 
 func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror audit.Sink, log *slog.Logger) (*approval.Broker, func(), error) {
-	o, closeChannels, err := ApprovalOptions(cfg, log)
+	o, closeChannels, err := channelOptions(ctx, cfg, log, mirror, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,8 +160,11 @@ func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror a
 	if mirror != nil {
 		o.Audit = mirror
 	}
+
 	if approval.IsTerminal(os.Stdin, os.Stderr) {
 		o.Prompt = approval.NewTerminal(os.Stdin, os.Stderr)
+	} else {
+		o.Announce = announce(cfg)
 	}
 	b, err := approval.New(ctx, o)
 	if err != nil {
@@ -123,13 +181,15 @@ func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror a
 // Neither uses the terminal: stdin is the protocol.
 func MCPApprover(elicit bool) ApproverFunc {
 	return func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
-		o, closeChannels, err := ApprovalOptions(cfg, log)
+		o, closeChannels, err := channelOptions(ctx, cfg, log, mirror, st)
 		if err != nil {
 			return nil, nil, err
 		}
 		closeFn := func() { _ = closeChannels() }
 		o.Store, o.Audit = st, mirror
+
 		o.Channels = append(o.Channels, mcp.ProgressChannel{})
+		o.Announce = announce(cfg) // stderr: the host's log of this server
 		plain, err := approval.New(ctx, o)
 		if err != nil {
 			closeFn()

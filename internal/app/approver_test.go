@@ -64,38 +64,58 @@ func TestApprovalOptionsChannels(t *testing.T) {
 	}
 }
 
-// A channel that cannot start fails the whole section, naming the
-// setting, and the channels already started are closed (goleak checks).
-func TestApprovalOptionsErrors(t *testing.T) {
+// A channel that cannot start is a problem ChannelProblems names (and
+// ApprovalOptions logs), not an error: the other channels still start and
+// close (goleak checks). A section that names an unknown channel is an
+// error.
+func TestApprovalOptionsChannelProblems(t *testing.T) {
 	t.Setenv("WARDEN_TEST_SLACK_URL", "http://127.0.0.1:1/hook")
 	t.Setenv("WARDEN_TEST_EMPTY", "")
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not a certificate")}), 0o600)
+	_, closeFn, err := ApprovalOptions(approvalConfig(func(a *config.Approval) { a.NotifyChannels = []string{"telegarm"} }), nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown channel "telegarm"`) {
+		t.Errorf("unknown channel: %v", err)
+	}
+	closeFn()
 	for name, c := range map[string]struct {
-		mod  func(a *config.Approval)
-		want string
+		mod       func(a *config.Approval)
+		want      string
+		nChannels int
 	}{
-		"unknown channel": {func(a *config.Approval) { a.NotifyChannels = []string{"telegarm"} }, `unknown channel "telegarm"`},
 		"telegram after slack": {func(a *config.Approval) {
 			a.NotifyChannels = []string{"slack", "telegram"}
 			a.Slack.URLEnv = "WARDEN_TEST_SLACK_URL"
 			a.Telegram.ChatIDs = []int64{1}
-		}, "security.approval.telegram.bot_token_env is required"},
+		}, "security.approval.telegram.bot_token_env is required", 1},
 		"email after slack": {func(a *config.Approval) {
 			a.NotifyChannels = []string{"slack", "email"}
 			a.Slack.URLEnv = "WARDEN_TEST_SLACK_URL"
 			a.Email = config.Email{SMTPAddr: "h:25", From: "a@b.c", To: []string{"d@e.f"}, CAFile: caFile}
-		}, "security.approval.email: ca_file " + caFile + ": no PEM certificate"},
+		}, "security.approval.email: ca_file " + caFile + ": no PEM certificate", 1},
 		"webhook": {func(a *config.Approval) {
 			a.Webhook = config.Webhook{URL: "https://h.example/x", SecretEnv: "WARDEN_TEST_EMPTY"}
-		}, "security.approval.webhook: environment variable WARDEN_TEST_EMPTY"},
+		}, "security.approval.webhook: environment variable WARDEN_TEST_EMPTY", 0},
+		"slack variable unset": {func(a *config.Approval) {
+			a.NotifyChannels = []string{"slack"}
+			a.Slack.URLEnv = "WARDEN_TEST_EMPTY"
+		}, "slack: security.approval.slack.url_env: environment variable WARDEN_TEST_EMPTY is empty", 0},
 	} {
-		_, closeFn, err := ApprovalOptions(approvalConfig(c.mod), nil)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want %q", name, err, c.want)
+		cfg := approvalConfig(c.mod)
+		o, closeFn, err := ApprovalOptions(cfg, nil)
+		if err != nil {
+			t.Errorf("%s: %v; a channel that cannot start is no error", name, err)
+			continue
+		}
+		if len(o.Channels) != c.nChannels {
+			t.Errorf("%s: %d channels started, want %d", name, len(o.Channels), c.nChannels)
 		}
 		if err := closeFn(); err != nil {
-			t.Errorf("%s: close after a failure: %v", name, err)
+			t.Errorf("%s: close: %v", name, err)
+		}
+		probs := ChannelProblems(cfg)
+		if len(probs) != 1 || !strings.Contains(probs[0].Error(), c.want) {
+			t.Errorf("%s: problems %v, want one with %q", name, probs, c.want)
 		}
 	}
 }

@@ -76,6 +76,10 @@ type Options struct {
 	// GrantMax caps the duration of a grant (ApproveWithGrant); default
 	// DefaultGrantMax. See GrantMax for the configured value.
 	GrantMax time.Duration
+	// Announce, when set, is told about each new request this broker waits
+	// for, once its channels were notified, with the names of those that
+	// took it (ChannelName): the CLI prints how to decide it.
+	Announce func(p *Pending, sentTo []string)
 }
 
 // Broker is the Approver on a shared Store.
@@ -140,9 +144,28 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 }
 
 // NoChannelError is the fail-safe refusal when no person can be asked.
+// Error is the operator's text (the ways out, for stderr and the audit);
+// ForModel is what the model reads.
 type NoChannelError struct {
 	Tool string
 	Rule string
+	// Config says which configuration files were read, when that may
+	// explain the refusal (none found, a stripped environment); both
+	// texts carry it.
+	Config string
+}
+
+// ForModel is the refusal written for the model: what happened, and the
+// one thing it can do (ask the user). The operator's list of settings is
+// no use to it.
+func (e *NoChannelError) ForModel() string {
+	msg := fmt.Sprintf("Calling %s needs a person's approval, and no person can be reached to give it, so nothing ran. "+
+		"Do not retry it: tell the user this call needs their approval, or that warden must be configured to reach them "+
+		"(warden doctor says how).", e.Tool)
+	if e.Config != "" {
+		msg += " " + e.Config
+	}
+	return msg
 }
 
 func (e *NoChannelError) Error() string {
@@ -155,7 +178,14 @@ func (e *NoChannelError) Error() string {
 		"1) configure [[security.approval.supervisors]] and notify_channel = \"api\" (or a webhook), then decide with "+
 		"`warden approvals approve ID` from another terminal, or through `warden serve`, while this process waits; "+
 		"2) --mode yolo; 3) --dry-run; 4) an [[security.approval.auto_approve]] rule matching this call; "+
-		"5) security.tool_policy.tools.%s = \"allow\"", e.Tool, rule, e.Tool)
+		"5) security.tool_policy.tools.%s = \"allow\"%s", e.Tool, rule, e.Tool, configNote(e.Config))
+}
+
+func configNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ". " + s
 }
 
 // Unwrap makes errors.Is(err, ErrNoChannel) true.
@@ -328,10 +358,16 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Targe
 		}
 		b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
 		p := PendingOf(a)
+		var sentTo []string
 		for _, ch := range b.o.Channels {
 			if err := ch.Notify(ctx, p); err != nil {
 				b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+			} else if n, ok := ch.(NamedChannel); ok && n.ChannelName() != "" {
+				sentTo = append(sentTo, n.ChannelName())
 			}
+		}
+		if b.o.Announce != nil {
+			b.o.Announce(p, sentTo)
 		}
 	}
 	b.log.Info("approval request pending", "id", a.ID, "tool", a.Tool, "expires", a.ExpiresAt.Format(time.RFC3339),

@@ -3,6 +3,8 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -37,6 +39,38 @@ func PendingOf(a *store.Approval) *Pending {
 // The channels of package notify implement it.
 type Channel interface {
 	Notify(ctx context.Context, p *Pending) error
+}
+
+// NamedChannel is a Channel that says what it is ("slack", "telegram"),
+// for the line that tells the caller where a request was sent.
+type NamedChannel interface {
+	Channel
+	ChannelName() string
+}
+
+// Announcement is what a process waiting for a decision prints (as `gh
+// auth login` prints its code): the request, the commands that decide it,
+// the page, and where it was sent. Every part from the request is made
+// printable.
+func Announcement(p *Pending, pageURL string, sentTo []string) string {
+	var b strings.Builder
+	id := Printable(p.ID, 64)
+	fmt.Fprintf(&b, "warden: %s is waiting for a supervisor's decision (request %s", Printable(p.Tool, 64), id)
+	if !p.ExpiresAt.IsZero() {
+		fmt.Fprintf(&b, ", expires %s", p.ExpiresAt.Local().Format("15:04:05"))
+	}
+	b.WriteString(")\n")
+	fmt.Fprintf(&b, "  approve:  warden approvals approve %s\n", id)
+	fmt.Fprintf(&b, "  deny:     warden approvals deny %s --reason \"...\"\n", id)
+	if pageURL != "" {
+		fmt.Fprintf(&b, "  page:     %s/requests/%s\n", strings.TrimRight(pageURL, "/"), url.PathEscape(p.ID))
+	}
+	if len(sentTo) > 0 {
+		fmt.Fprintf(&b, "  sent to:  %s\n", strings.Join(sentTo, ", "))
+	} else {
+		b.WriteString("  sent to:  no channel; a supervisor sees it in warden approvals list or on warden serve's page\n")
+	}
+	return b.String()
 }
 
 // Decider decides requests on behalf of a channel that takes answers
@@ -87,7 +121,24 @@ type Prompter interface {
 // line: control characters (escape sequences included), bidirectional
 // overrides and invalid UTF-8 are shown as escapes, and the text is cut to
 // max runes (0 for no limit).
-func Printable(s string, max int) string {
+func Printable(s string, max int) string { return printable(s, max, false) }
+
+// Gutter starts each line of a block of PrintableLines text shown among
+// other lines (an email, `warden approvals show`), so that no line of it
+// can pass for a line of the message ("Tool: ...").
+const Gutter = "  │ "
+
+// PrintableLines is Printable for text shown as a block of its own (a
+// fenced code block, a Telegram pre entity, lines behind a gutter): its
+// newlines and tabs stay as they are, everything else Printable escapes is
+// escaped, carriage returns included (a bare \r could overwrite a line on a
+// terminal). The caller must keep the block apart, so that no line of it
+// can pass for a line of the message.
+func PrintableLines(s string, max int) string {
+	return strings.TrimRight(printable(strings.ReplaceAll(s, "\r\n", "\n"), max, true), "\n")
+}
+
+func printable(s string, max int, lines bool) string {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(s); {
@@ -102,6 +153,8 @@ func Printable(s string, max int) string {
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\x`)
 			b.WriteString(hex2(s[i-1]))
+		case lines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\t':

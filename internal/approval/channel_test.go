@@ -108,3 +108,19 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("cut: %q", got)
 	}
 }
+
+// The announcement names the request and the commands that decide it, the
+// page and the channels; a hostile tool name cannot forge a line.
+func TestAnnouncement(t *testing.T) {
+	t.Parallel()
+	p := &Pending{ID: "0123456789abcdef0123456789abcdef", Tool: "mcp__x__y\n  approve:  rm -rf ~\x1b[2K"}
+	got := Announcement(p, "https://warden.example/", []string{"slack", "telegram"})
+	want := "warden: mcp__x__y\\n  approve:  rm -rf ~\\u001b[2K is waiting for a supervisor's decision (request 0123456789abcdef0123456789abcdef)\n" +
+		"  approve:  warden approvals approve 0123456789abcdef0123456789abcdef\n" +
+		"  deny:     warden approvals deny 0123456789abcdef0123456789abcdef --reason \"...\"\n" +
+		"  page:     https://warden.example/requests/0123456789abcdef0123456789abcdef\n" +
+		"  sent to:  slack, telegram\n"
+	if got != want {
+		t.Errorf("announcement\n got %q\nwant %q", got, want)
+	}
+}

@@ -205,6 +205,12 @@ type Sandbox struct {
 	Network     bool     `toml:"-" yaml:"-" json:"host_network,omitempty"`             // the host's network: NetworkMode == "host"
 	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
 	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
+	// NoToolchains keeps the jail's PATH to the system directories; by
+	// default the toolchain directories on the user's PATH are bound
+	// read-only and added (local backend). ToolchainPaths adds directories
+	// of the same kind (absolute paths; user config only).
+	NoToolchains   bool     `toml:"no_toolchains" yaml:"no_toolchains" json:"no_toolchains"`
+	ToolchainPaths []string `toml:"toolchain_paths" yaml:"toolchain_paths" json:"toolchain_paths,omitempty"`
 
 	// network = "none" | "allowlist" | "host", and [sandbox.egress]
 	// (egress.go).

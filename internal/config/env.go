@@ -221,3 +221,17 @@ func StateDir() string {
 	}
 	return filepath.Join(h, ".local", "state", "warden")
 }
+
+// UserConfigPath is where the user config is looked for:
+// $XDG_CONFIG_HOME/warden/config.toml, else ~/.config/warden/config.toml
+// (config.yaml beside it is read too). It is "" when neither variable
+// gives an absolute path.
+func UserConfigPath() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "warden", "config.toml")
+	}
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".config", "warden", "config.toml")
+	}
+	return ""
+}

@@ -56,12 +56,16 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	"sandbox.enabled":              sandboxBool("enabled", false, func(s *Sandbox) bool { return s.Enabled }),
 	"sandbox.lockdown":             sandboxBool("lockdown", false, func(s *Sandbox) bool { return s.Lockdown }),
 	"sandbox.no_gpu":               sandboxBool("no_gpu", false, func(s *Sandbox) bool { return s.NoGPU }),
-	"sandbox.network":              networkNotLooser,
-	"sandbox.egress.allow":         egressAllowNarrows,
-	"sandbox.egress.deny":          additive,
-	"sandbox.egress.unknown":       egressUnknownNotLooser,
-	"sandbox.mask":                 additive,
-	"sandbox.idle_timeout":         additive,
+	"sandbox.no_toolchains":        sandboxBool("no_toolchains", false, func(s *Sandbox) bool { return s.NoToolchains }),
+	"sandbox.toolchain_paths": func(c *wsCheck, lf leaf) string {
+		return "binds host directories into the jail; " + onlyUser
+	},
+	"sandbox.network":        networkNotLooser,
+	"sandbox.egress.allow":   egressAllowNarrows,
+	"sandbox.egress.deny":    additive,
+	"sandbox.egress.unknown": egressUnknownNotLooser,
+	"sandbox.mask":           additive,
+	"sandbox.idle_timeout":   additive,
 	"sandbox.backend": func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && b.Backend != lf.n.s {
 			return fmt.Sprintf("%s chose backend %q; %s", c.against(), b.Backend, c.only())

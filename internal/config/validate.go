@@ -367,6 +367,11 @@ func (l *layer) validateSandbox() {
 	}
 	l.nonEmpty("sandbox.rw_paths", s.RWPaths)
 	l.nonEmpty("sandbox.ro_paths", s.ROPaths)
+	for _, p := range s.ToolchainPaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			l.bad("sandbox.toolchain_paths", p, "must be absolute and clean, as /opt/zig/bin")
+		}
+	}
 	l.globs("sandbox.mask", s.Mask)
 	if l.has("sandbox.docker_image") && !dockerImagePatt.MatchString(s.DockerImage) {
 		l.bad("sandbox.docker_image", s.DockerImage, "must be an image reference such as debian:12 or registry/name@sha256:…")

@@ -40,6 +40,10 @@ type Options struct {
 	Hooks HookRunner
 	// Log receives human-readable events; nil discards them.
 	Log *slog.Logger
+	// ConfigNote, when set, says which configuration files were read (no
+	// user config found, a stripped environment): a refusal for want of a
+	// person to ask carries it, for the model and the operator.
+	ConfigNote string
 	// ApprovalWait, when positive, bounds how long a supervised call waits
 	// for a person: past it the call returns, telling the model that a
 	// person has been asked and that the same call can be made again, and
@@ -195,6 +199,15 @@ func (e *Engine) approve(ctx context.Context, c *call, d *Decision, maxWait time
 	case errors.As(err, &pe):
 		c.rec.Decision, c.rec.RequestID = audit.DecisionPending, pe.ID
 		return out, tools.Result{Error: pendingMessage(pe)}, false
+	case errors.As(err, new(*approval.NoChannelError)):
+		// The audit row keeps the operator's text; stderr shows it; the
+		// model reads what it can act on.
+		var nc *approval.NoChannelError
+		errors.As(err, &nc)
+		nc.Config = e.opts.ConfigNote
+		c.rec.Decision = audit.DecisionError
+		e.opts.Log.Warn(nc.Error())
+		return out, tools.Result{Error: nc.ForModel()}, false
 	case err != nil:
 		c.rec.Decision = audit.DecisionError
 		return out, tools.Result{Error: err.Error()}, false

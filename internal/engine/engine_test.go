@@ -272,7 +272,9 @@ func TestNoChannelFailsSafe(t *testing.T) {
 		})
 		f.appr.err = approval.ErrNoChannel
 		res := f.eng.Call(context.Background(), "write_file", json.RawMessage(`{"path":"new.txt","content":"x"}`))
-		if res.Success || !strings.Contains(res.Error, "no channel can reach one") || !strings.Contains(res.Error, "--mode yolo") {
+		// The model reads what it can act on; the operator's ways out
+		// (--mode yolo, ...) go to the log.
+		if res.Success || !strings.Contains(res.Error, "no person can be reached") || !strings.Contains(res.Error, "tell the user") || strings.Contains(res.Error, "--mode yolo") {
 			t.Fatalf("%s: got %+v", name, res)
 		}
 		if _, err := os.Stat(filepath.Join(f.dir, "new.txt")); !os.IsNotExist(err) {
@@ -354,7 +356,7 @@ func TestExplainAgreesWithCall(t *testing.T) {
 				t.Errorf("explain says deny, Call succeeded: %s %s", c.tool, c.args)
 			}
 		case "ask":
-			if !strings.Contains(res.Error, "no channel can reach one") {
+			if !strings.Contains(res.Error, "no person can be reached") {
 				t.Errorf("explain says ask, Call did not ask: %+v", res)
 			}
 		}

@@ -162,6 +162,9 @@ type ProgressChannel struct{}
 
 var _ approval.CallNotifier = ProgressChannel{}
 
+// ChannelName implements approval.NamedChannel.
+func (ProgressChannel) ChannelName() string { return "the MCP client (if it asked for progress)" }
+
 // NotifiesCaller implements approval.CallNotifier: it tells the call that
 // waits, so it is told again when a call takes up a request left waiting.
 func (ProgressChannel) NotifiesCaller() {}

@@ -149,7 +149,7 @@ func (h *httpHandler) route(w http.ResponseWriter, r *http.Request) {
 // refusals tells OnAuthFailure and the log about each 401 and 403.
 func (h *httpHandler) refusals(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, authMsg: authMessage(r)}
 		next.ServeHTTP(sw, r)
 		if sw.status == http.StatusUnauthorized || sw.status == http.StatusForbidden {
 			what := fmt.Sprintf("%s %s from %s", r.Method, r.URL.Path, r.RemoteAddr)
@@ -163,14 +163,36 @@ func (h *httpHandler) refusals(next http.Handler) http.Handler {
 
 // statusWriter records the status of a response; Unwrap keeps
 // http.ResponseController (flushing an SSE stream) working.
+//
+// A 401 is answered in warden's words, with a WWW-Authenticate header
+// naming the error (RFC 6750) and no authorization server: a client shows
+// the message rather than start an OAuth flow that cannot succeed (warden
+// takes only the static tokens of WARDEN_MCP_TOKEN_<CLIENT>).
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status  int
+	authMsg string
+	muted   bool // the body of a 401 is ours; what the handler writes is dropped
 }
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
+	}
+	if code == http.StatusUnauthorized && !s.muted {
+		s.muted = true
+		h := s.ResponseWriter.Header()
+		h.Del("WWW-Authenticate")
+		errCode := "invalid_token"
+		if strings.HasPrefix(s.authMsg, "no bearer token") {
+			errCode = "invalid_request"
+		}
+		h.Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="warden", error=%q, error_description=%q`, errCode, s.authMsg))
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Del("Content-Length")
+		s.ResponseWriter.WriteHeader(code)
+		fmt.Fprintln(s.ResponseWriter, "warden: "+s.authMsg)
+		return
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
@@ -179,7 +201,19 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
+	if s.muted {
+		return len(p), nil
+	}
 	return s.ResponseWriter.Write(p)
+}
+
+// authMessage is what a refused client is told: which token warden wants
+// and where it comes from.
+func authMessage(r *http.Request) string {
+	if f := strings.Fields(r.Header.Get("Authorization")); len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return "no bearer token: this MCP endpoint needs \"Authorization: Bearer <token>\" with the token of a client configured in warden serve's environment (" + TokenEnvPrefix + "<CLIENT>); it does no OAuth"
+	}
+	return "the bearer token is not that of any MCP client configured in warden serve's environment (" + TokenEnvPrefix + "<CLIENT>); check the client's token (warden does no OAuth)"
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

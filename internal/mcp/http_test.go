@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -173,4 +174,34 @@ func FuzzWorkspaceFromPath(f *testing.F) {
 			t.Fatalf("%q names workspace %q", p, ws)
 		}
 	})
+}
+
+// A refused client gets warden's message and a WWW-Authenticate naming the
+// error and no authorization server, so it shows the message instead of
+// starting an OAuth flow.
+func TestHTTPUnauthorizedSaysWhy(t *testing.T) {
+	t.Parallel()
+	url, _ := newHTTP(t)
+	for _, c := range []struct{ auth, errCode, msg string }{
+		{"", `error="invalid_request"`, "no bearer token"},
+		{"Bearer wrong-token-0123456789abcdef", `error="invalid_token"`, "not that of any MCP client"},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", url+"/mcp/proj", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wa := resp.Header.Get("WWW-Authenticate")
+		if resp.StatusCode != 401 || !strings.HasPrefix(wa, `Bearer realm="warden"`) || !strings.Contains(wa, c.errCode) ||
+			strings.Contains(wa, "resource_metadata") || !strings.HasPrefix(string(body), "warden: ") || !strings.Contains(string(body), c.msg) || !strings.Contains(string(body), TokenEnvPrefix) {
+			t.Errorf("%q: %d %q %q", c.auth, resp.StatusCode, wa, body)
+		}
+	}
 }

@@ -186,8 +186,11 @@ func (w *Worker) wait() {
 	}
 	w.mu.Unlock()
 	w.procs.gone(w.deadErr)
-	close(w.dead)
+	// Cleaned up before anyone is told the worker is gone: a process that
+	// exits once Close returns still removes what the jail left (its
+	// cgroup, the workspace's mask placeholders).
 	w.cleanup()
+	close(w.dead)
 	if !w.closing.Load() {
 		w.opts.logger().Error("sandbox worker died", "workspace", w.opts.Workspace, "error", err, "stderr", w.proc.StderrTail())
 	}

@@ -226,6 +226,40 @@ func (s *Server) supervisor(header string) (id, why string) {
 
 var idPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
+// idPrefixPattern is what the API takes for an id: the whole id, or a
+// prefix of at least store.MinIDPrefix characters (the page shows 8).
+var idPrefixPattern = regexp.MustCompile(`^[0-9a-f]{6,32}$`)
+
+// expandID turns the path's {id}, a whole id or a unique prefix of one,
+// into the id of a request (or, with grant, of a grant). Otherwise it
+// answers 404 (no match), 400 (an ambiguous prefix, naming some matches)
+// and returns false.
+func (s *Server) expandID(w http.ResponseWriter, r *http.Request, grant bool) (string, bool) {
+	id := r.PathValue("id")
+	if !idPrefixPattern.MatchString(id) {
+		if grant {
+			writeErr(w, http.StatusNotFound, "no such grant")
+		} else {
+			writeErr(w, http.StatusNotFound, "no such approval request")
+		}
+		return "", false
+	}
+	expand := s.b.Store().ExpandID
+	if grant {
+		expand = s.b.Store().ExpandGrantID
+	}
+	full, err := expand(r.Context(), id)
+	if err != nil {
+		if errors.Is(err, store.ErrAmbiguous) {
+			writeErr(w, http.StatusBadRequest, err.Error())
+		} else {
+			writeStoreErr(w, err)
+		}
+		return "", false
+	}
+	return full, true
+}
+
 func (s *Server) list(w http.ResponseWriter, r *http.Request, _ string) {
 	var f store.Filter
 	q := r.URL.Query()
@@ -258,9 +292,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Server) show(w http.ResponseWriter, r *http.Request, _ string) {
-	id := r.PathValue("id")
-	if !idPattern.MatchString(id) {
-		writeErr(w, http.StatusNotFound, "no such approval request")
+	id, ok := s.expandID(w, r, false)
+	if !ok {
 		return
 	}
 	a, err := s.b.Store().Get(r.Context(), id)
@@ -321,7 +354,6 @@ type GrantedApproval struct {
 
 func (s *Server) decide(approve bool) authedHandler {
 	return func(w http.ResponseWriter, r *http.Request, supervisor string) {
-		id := r.PathValue("id")
 		body, err := DecodeDecision(http.MaxBytesReader(w, r.Body, MaxBody+1))
 		if err != nil {
 			writeErr(w, http.StatusBadRequest, err.Error())
@@ -331,8 +363,8 @@ func (s *Server) decide(approve bool) authedHandler {
 			writeErr(w, http.StatusBadRequest, "a denial cannot create a grant: grant_minutes is for approve")
 			return
 		}
-		if !idPattern.MatchString(id) {
-			writeErr(w, http.StatusNotFound, "no such approval request")
+		id, ok := s.expandID(w, r, false)
+		if !ok {
 			return
 		}
 		if body.GrantMinutes > 0 {
@@ -380,13 +412,12 @@ func (s *Server) grants(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request, supervisor string) {
-	id := r.PathValue("id")
 	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, MaxBody)); err != nil {
 		writeErr(w, http.StatusBadRequest, "body larger than the limit")
 		return
 	}
-	if !idPattern.MatchString(id) {
-		writeErr(w, http.StatusNotFound, "no such grant")
+	id, ok := s.expandID(w, r, true)
+	if !ok {
 		return
 	}
 	if err := s.b.RevokeGrant(r.Context(), id, supervisor); err != nil {

@@ -460,3 +460,40 @@ func TestStreamGrants(t *testing.T) {
 	for range events {
 	}
 }
+
+// The API takes a unique id prefix (at least 6 characters) wherever it
+// takes an id; an ambiguous one is a 400 naming the matches, and decides
+// nothing.
+func TestIDPrefix(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	now := time.Now()
+	for _, id := range []string{"abcdef00000000000000000000000001", "abcdef00000000000000000000000002", "12345678000000000000000000000003"} {
+		args := json.RawMessage(`{"command":"make"}`)
+		if err := f.st.Create(t.Context(), &store.Approval{ID: id, Tool: "run_command", Args: args, ArgsHash: approval.BindingHash("run_command", args, "/w", id),
+			Workspace: "/w", Session: id, State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: store.CurrentOwner()}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	auth := "Bearer " + aliceTok
+	if code, body := f.do(t, "GET", "/api/approvals/12345678", auth, ""); code != 200 || body["request_id"] != "12345678000000000000000000000003" {
+		t.Errorf("show by prefix: %d %v", code, body)
+	}
+	code, body := f.do(t, "POST", "/api/approvals/abcdef/approve", auth, `{}`)
+	if msg, _ := body["error"].(string); code != 400 || !strings.Contains(msg, "ambiguous") || !strings.Contains(msg, "abcdef00000000000000000000000002") {
+		t.Errorf("ambiguous approve: %d %v", code, body)
+	}
+	for _, p := range []string{"abcde", "ABCDEF00", "999999", "abcdef0000000000000000000000000000"} {
+		if code, _ := f.do(t, "GET", "/api/approvals/"+p, auth, ""); code != 404 {
+			t.Errorf("GET %s: %d, want 404", p, code)
+		}
+	}
+	if code, body := f.do(t, "POST", "/api/approvals/123456/deny", auth, `{"reason":"no"}`); code != 200 || body["state"] != "DENIED" || body["request_id"] != "12345678000000000000000000000003" {
+		t.Errorf("deny by prefix: %d %v", code, body)
+	}
+	for _, id := range []string{"abcdef00000000000000000000000001", "abcdef00000000000000000000000002"} {
+		if a, err := f.st.Get(t.Context(), id); err != nil || a.State != store.Pending {
+			t.Errorf("%s: %v %v, want still PENDING", id, a, err)
+		}
+	}
+}

@@ -53,6 +53,8 @@ type GrantFilter struct {
 // audit row in the same transaction: grant_created, grant_used,
 // grant_revoked, grant_expired.
 type Grants interface {
+	// ExpandGrantID is Store.ExpandID for grants (ErrGrantNotFound).
+	ExpandGrantID(ctx context.Context, prefix string) (string, error)
 	// DecideWithGrant approves PENDING request id exactly as Decide does
 	// (conditional on PENDING and unexpired) and, in the same transaction,
 	// stores a grant bound to the request's tool, arguments, workspace and

@@ -119,6 +119,10 @@ type Store interface {
 	Create(ctx context.Context, a *Approval, rec *audit.Record) error
 	// Get returns the request id, or ErrNotFound.
 	Get(ctx context.Context, id string) (*Approval, error)
+	// ExpandID returns the id of the one request whose id starts with
+	// prefix (at least MinIDPrefix characters), ErrNotFound, or an
+	// *AmbiguousError.
+	ExpandID(ctx context.Context, prefix string) (string, error)
 	// List returns requests, newest first.
 	List(ctx context.Context, f Filter) ([]*Approval, error)
 	// Changes returns requests changed after seq, in change order.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -425,5 +426,48 @@ func setOwner(t *testing.T, b backend) {
 	}
 	if got, _ = s.Get(ctx, a.ID); got.Owner != other {
 		t.Fatalf("owner %+v, want %+v", got.Owner, other)
+	}
+}
+
+func TestExpandID(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			testExpandID(t, b.open(t, nil))
+		})
+	}
+}
+
+func testExpandID(t *testing.T, st *DB) {
+	now := time.Now()
+	for _, id := range []string{"abcdef00000000000000000000000001", "abcdef00000000000000000000000002", "abcdf000000000000000000000000003", "12345678000000000000000000000004"} {
+		if err := st.Create(t.Context(), &Approval{ID: id, Tool: "t", Args: []byte(`{}`), ArgsHash: id, State: Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: Unowned}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		in, want string
+		err      error
+	}{
+		{"123456", "12345678000000000000000000000004", nil},
+		{"1234567800000000000000000000000", "12345678000000000000000000000004", nil},
+		{"ABCDEF000000000000000000000000", "", ErrAmbiguous},
+		{"abcdef", "", ErrAmbiguous},
+		{"abcdef00000000000000000000000002", "abcdef00000000000000000000000002", nil},
+		{"abcdf0", "abcdf000000000000000000000000003", nil},
+		{"fedcba", "", ErrNotFound},
+		{"not-an-id", "not-an-id", nil}, // looked up as it is
+	} {
+		got, err := st.ExpandID(t.Context(), c.in)
+		if got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("ExpandID(%q) = %q, %v; want %q, %v", c.in, got, err, c.want, c.err)
+		}
+	}
+	if _, err := st.ExpandID(t.Context(), "abc"); err == nil || !strings.Contains(err.Error(), "too short") {
+		t.Errorf("short prefix: %v", err)
+	}
+	if _, err := st.ExpandGrantID(t.Context(), "abcdef"); !errors.Is(err, ErrGrantNotFound) {
+		t.Errorf("grant: %v", err)
 	}
 }

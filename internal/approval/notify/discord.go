@@ -19,8 +19,9 @@ import (
 // Every message sets allowed_mentions to parse nothing, so no text can
 // ping @everyone, @here, a role or a user; agent-controlled text also has
 // Discord's markdown and mention syntax escaped (a masked link
-// [text](url) cannot be forged), and the arguments sit in a code block
-// whose fence they cannot close.
+// [text](url) cannot be forged), and the arguments and the risk (a diff,
+// on its own lines) sit in code blocks whose fence they cannot write (a
+// backtick shows as ˋ).
 type Discord struct {
 	url     string
 	pageURL string
@@ -111,7 +112,8 @@ func (d *Discord) message(p *approval.Pending, now time.Time) *DiscordMessage {
 		e.Timestamp = p.CreatedAt.UTC().Format(time.RFC3339)
 	}
 	if m.Risk != "" {
-		e.Fields = append(e.Fields, DiscordField{Name: "Risk", Value: discordEscape(m.Risk), Inline: true})
+		// Its own lines, in a code block its text cannot close.
+		e.Description += "\n**Risk**\n```\n" + discordCode(m.Risk) + "\n```"
 	}
 	if w := m.where(); w != "" {
 		e.Fields = append(e.Fields, DiscordField{Name: "Where", Value: discordEscape(w)})
@@ -141,3 +143,6 @@ func (d *Discord) Notify(_ context.Context, p *approval.Pending) error {
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
 func (d *Discord) Close() error { d.box.Close(); return nil }
+
+// ChannelName implements approval.NamedChannel.
+func (*Discord) ChannelName() string { return "discord" }

@@ -207,3 +207,6 @@ func smtpErr(step string, err error) error {
 	}
 	return err
 }
+
+// ChannelName implements approval.NamedChannel.
+func (*Email) ChannelName() string { return "email" }

@@ -18,6 +18,12 @@ const (
 	msgArgsMax = 300
 	msgToolMax = 64
 	msgTextMax = 200
+	// msgRiskMax bounds the risk (an edit's diff, a command's parse),
+	// shown as a block of its own lines.
+	msgRiskMax = 1200
+	// msgRiskLines bounds its lines: blank lines cannot push the part
+	// that matters out of sight.
+	msgRiskLines = 60
 )
 
 // RequestLink is the page's address for request id: page + "/requests/" + id,
@@ -31,7 +37,10 @@ func RequestLink(pageURL, id string) string {
 
 // Summary is what every chat and email message says about a request, each
 // field already redacted and made printable (no control characters, no
-// newlines); each channel then escapes its own markup.
+// newlines), but Risk: it keeps its newlines and tabs, and every channel
+// shows it as a block of its own that its text cannot leave (a fenced code
+// block whose fence it cannot write, a Telegram pre entity, lines behind a
+// gutter). Each channel then escapes its own markup.
 type Summary struct {
 	ID, Tool, Args, Risk, Workspace, Agent, Session string
 	Left                                            time.Duration
@@ -45,12 +54,12 @@ type Summary struct {
 // Summarize is what a message about p says, as of now.
 func Summarize(p *approval.Pending, pageURL string, now time.Time) Summary {
 	args := readableJSON(audit.Sanitize(p.Args, msgArgsMax))
-	risk := audit.Excerpt(p.Risk, msgTextMax)
+	risk := audit.Excerpt(p.Risk, msgRiskMax)
 	s := Summary{
 		ID:        approval.Printable(p.ID, 64),
 		Tool:      approval.Printable(p.Tool, msgToolMax),
 		Args:      approval.Printable(args, msgArgsMax),
-		Risk:      approval.Printable(risk, msgTextMax),
+		Risk:      approval.PrintableLines(risk, msgRiskMax),
 		Workspace: approval.Printable(audit.Excerpt(p.Workspace, msgTextMax), msgTextMax),
 		Agent:     approval.Printable(p.Agent, msgToolMax),
 		Session:   approval.Printable(p.Session, 8),
@@ -59,7 +68,12 @@ func Summarize(p *approval.Pending, pageURL string, now time.Time) Summary {
 		// A string Sanitize or Excerpt cut ends in "... (N chars total)"
 		// past the limit, so the text is longer than the limit whenever
 		// anything was cut, here or by Printable.
-		Cut: utf8.RuneCountInString(args) > msgArgsMax || utf8.RuneCountInString(risk) > msgTextMax,
+		Cut: utf8.RuneCountInString(args) > msgArgsMax || utf8.RuneCountInString(risk) > msgRiskMax,
+	}
+	if n := strings.Count(s.Risk, "\n") + 1; n > msgRiskLines {
+		lines := strings.SplitAfterN(s.Risk, "\n", msgRiskLines+1)
+		s.Risk = strings.Join(lines[:msgRiskLines], "") + fmt.Sprintf("… (%d lines total)", n)
+		s.Cut = true
 	}
 	if !p.ExpiresAt.IsZero() {
 		s.Left = max(p.ExpiresAt.Sub(now).Round(time.Second), 0)
@@ -115,15 +129,36 @@ func (s Summary) TooLong() string {
 	return "Too long to show here; review it with: warden approvals show " + s.ID
 }
 
-// PlainText is the message for plain-text channels (Telegram, email):
-// nothing in it is markup.
+// Gutter starts each line of a block in plain text (approval.Gutter).
+const Gutter = approval.Gutter
+
+// Span is a block of a message's text, in bytes: [Start, End).
+type Span struct{ Start, End int }
+
+// PlainText is the message for plain-text channels (email): nothing in it
+// is markup, and the risk is a block behind Gutter.
 func (s Summary) PlainText(decide string) string {
+	text, _ := s.Text(decide, Gutter)
+	return text
+}
+
+// Text is the plain-text message with each line of the risk block behind
+// gutter, and where the block is, for channels that mark it themselves
+// (Telegram's pre entity, with an empty gutter).
+func (s Summary) Text(decide, gutter string) (string, []Span) {
 	var b strings.Builder
+	var spans []Span
 	fmt.Fprintf(&b, "warden: approval needed for %s\n\n", s.Tool)
 	fmt.Fprintf(&b, "Tool: %s\n", s.Tool)
 	fmt.Fprintf(&b, "Arguments: %s\n", s.Args)
 	if s.Risk != "" {
-		fmt.Fprintf(&b, "Risk: %s\n", s.Risk)
+		b.WriteString("Risk:\n")
+		start := b.Len()
+		for line := range strings.Lines(s.Risk) {
+			b.WriteString(gutter + line)
+		}
+		spans = append(spans, Span{start, b.Len()})
+		b.WriteString("\n")
 	}
 	if w := s.where(); w != "" {
 		fmt.Fprintf(&b, "Where: %s\n", w)
@@ -138,5 +173,5 @@ func (s Summary) PlainText(decide string) string {
 	if decide != "" {
 		b.WriteString("\n" + decide + "\n")
 	}
-	return b.String()
+	return b.String(), spans
 }

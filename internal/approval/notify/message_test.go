@@ -36,9 +36,11 @@ func TestSummarizeCut(t *testing.T) {
 		{"one string padded past the cut", approval.Pending{Args: json.RawMessage(`{"command":"echo ok` + strings.Repeat(" ", 400) + `; rm -rf ~"}`)}, true},
 		{"padding spread over short strings", approval.Pending{Args: spread}, true},
 		{"not JSON, long", approval.Pending{Args: json.RawMessage(strings.Repeat("y", msgArgsMax+1))}, true},
-		{"risk at the limit", approval.Pending{Risk: strings.Repeat("r", msgTextMax)}, false},
-		{"risk past the limit", approval.Pending{Risk: strings.Repeat("r", msgTextMax+1)}, true},
-		{"risk of many newlines, each shown as two characters", approval.Pending{Risk: strings.Repeat("\n", msgTextMax)}, false},
+		{"risk at the limit", approval.Pending{Risk: strings.Repeat("r", msgRiskMax)}, false},
+		{"risk past the limit", approval.Pending{Risk: strings.Repeat("r", msgRiskMax+1)}, true},
+		{"risk of many newlines, nothing after them", approval.Pending{Risk: strings.Repeat("\n", msgRiskMax)}, false},
+		{"risk at the line limit", approval.Pending{Risk: strings.Repeat("l\n", msgRiskLines)}, false},
+		{"risk past the line limit", approval.Pending{Risk: strings.Repeat("\n", msgRiskLines) + "rm -rf ~"}, true},
 	}
 	for _, c := range cases {
 		if got := Summarize(&c.p, "", time.Now()).Cut; got != c.want {

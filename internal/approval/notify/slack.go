@@ -22,8 +22,8 @@ import (
 //
 // Every piece of agent-controlled text has Slack's control characters
 // (& < >) escaped, so it cannot form a link, a mention (<@U…>, <!channel>)
-// or a date token; the arguments sit in a code block whose fence they cannot
-// close.
+// or a date token; the arguments and the risk (a diff, on its own lines)
+// sit in code blocks whose fence they cannot write (a backtick shows as ˋ).
 type Slack struct {
 	url     string
 	pageURL string
@@ -65,9 +65,6 @@ func (s *Slack) message(p *approval.Pending, now time.Time) *SlackMessage {
 	m := Summarize(p, s.pageURL, now)
 	tool := slackEscape(m.Tool)
 	fields := []any{slackText("*Tool*\n" + tool)}
-	if m.Risk != "" {
-		fields = append(fields, slackText("*Risk*\n"+slackEscape(m.Risk)))
-	}
 	if w := m.where(); w != "" {
 		fields = append(fields, slackText("*Where*\n"+slackEscape(w)))
 	}
@@ -78,6 +75,10 @@ func (s *Slack) message(p *approval.Pending, now time.Time) *SlackMessage {
 		map[string]any{"type": "section", "text": slackText(":warning: *warden: approval needed* for `" + slackCode(m.Tool) + "`")},
 		map[string]any{"type": "section", "fields": fields},
 		map[string]any{"type": "section", "text": slackText("*Arguments*\n```" + slackCode(m.Args) + "```")},
+	}
+	if m.Risk != "" {
+		// Its own lines, in a code block its text cannot close.
+		blocks = append(blocks, map[string]any{"type": "section", "text": slackText("*Risk*\n```" + slackCode(m.Risk) + "```")})
 	}
 	text := "warden: approval needed for " + tool
 	decide := "Request " + m.ID + ": `warden approvals approve " + m.ID + "`"
@@ -134,3 +135,6 @@ func postJSON(ctx context.Context, c *http.Client, service, u string, body []byt
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return httpResult(service, resp)
 }
+
+// ChannelName implements approval.NamedChannel.
+func (*Slack) ChannelName() string { return "slack" }

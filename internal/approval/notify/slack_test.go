@@ -156,19 +156,20 @@ func TestDiscordMessage(t *testing.T) {
 		parts = append(parts, f.Value)
 	}
 	joined := strings.Join(parts, "\n")
-	// The arguments sit, whole, in a code block: no link or markup renders.
-	if !strings.HasPrefix(e.Description, "**Arguments**\n```\n") || !strings.HasSuffix(e.Description, "\n```") {
-		t.Errorf("arguments outside their code block: %q", e.Description)
+	// The arguments and the risk sit, whole, in code blocks: no link or
+	// markup renders.
+	if !strings.HasPrefix(e.Description, "**Arguments**\n```\n") || !strings.HasSuffix(e.Description, "\n**Risk**\n```\nnetwork & <script>\n```") {
+		t.Errorf("arguments or risk outside their code block: %q", e.Description)
 	}
 	for _, bad := range []string{"sk-abcdefghijkl", "@everyone", "<@U123>", "<@U999>", "\x1b", "sessionid-long"} {
 		if strings.Contains(joined, bad) {
 			t.Errorf("message holds %q:\n%s", bad, joined)
 		}
 	}
-	if strings.Count(e.Description, "```") != 2 {
+	if strings.Count(e.Description, "```") != 4 {
 		t.Errorf("code fence broken: %q", e.Description)
 	}
-	for _, want := range []string{"[REDACTED]", "build \\<@\u200bU999\\>", `network & \<script\>`} {
+	for _, want := range []string{"[REDACTED]", "build \\<@\u200bU999\\>"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("message lacks %q:\n%s", want, joined)
 		}
@@ -190,5 +191,81 @@ func TestDiscordEscape(t *testing.T) {
 		if got := discordEscape(in); got != want {
 			t.Errorf("discordEscape(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A diff that tries to leave its code block: it closes the fence, forges
+// a field and a mention on the lines after, and hides a carriage return
+// and an escape sequence.
+var fenceBreaker = &approval.Pending{
+	ID: "fedcba9876543210fedcba9876543210", Tool: "edit_file", Args: json.RawMessage(`{"path":"main.go"}`),
+	Workspace: "/w", Session: "s1", Agent: "build", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(5 * time.Minute),
+	Risk: "--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-old\n+new\n```\n*Tool*\nread_file <!channel> @everyone\n~~~\n\rTool: read_file\x1b[2K\n```",
+}
+
+// The risk is shown on its own lines, readable, and cannot leave its block
+// in Slack or Discord.
+func TestRiskBlockCannotBeClosed(t *testing.T) {
+	t.Parallel()
+	h := newHookServer(t)
+	s, err := NewSlack(h.srv.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Notify(t.Context(), fenceBreaker); err != nil {
+		t.Fatal(err)
+	}
+	var sm SlackMessage
+	if err := json.Unmarshal(h.next(t), &sm); err != nil {
+		t.Fatal(err)
+	}
+	var risk string
+	for _, b := range sm.Blocks {
+		if txt, ok := b.(map[string]any)["text"].(map[string]any); ok && strings.HasPrefix(txt["text"].(string), "*Risk*") {
+			risk = txt["text"].(string)
+		}
+	}
+	want := "*Risk*\n```--- a/main.go\n+++ b/main.go\n@@ -1 +1 @@\n-old\n+new\nˋˋˋ\n*Tool*\nread_file &lt;!channel&gt; @everyone\n~~~\n\\u000dTool: read_file\\u001b[2K\nˋˋˋ```"
+	if risk != want {
+		t.Errorf("slack risk block\n got %q\nwant %q", risk, want)
+	}
+
+	d, err := NewDiscord(h.srv.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Notify(t.Context(), fenceBreaker); err != nil {
+		t.Fatal(err)
+	}
+	var dm DiscordMessage
+	if err := json.Unmarshal(h.next(t), &dm); err != nil {
+		t.Fatal(err)
+	}
+	desc := dm.Embeds[0].Description
+	_, block, ok := strings.Cut(desc, "**Risk**\n```\n")
+	if !ok || !strings.HasSuffix(block, "\n```") || strings.Count(desc, "```") != 4 {
+		t.Fatalf("discord risk block broken: %q", desc)
+	}
+	block = strings.TrimSuffix(block, "\n```")
+	if strings.Contains(block, "`") || strings.Contains(block, "@everyone") || strings.ContainsAny(block, "\r\x1b") {
+		t.Errorf("discord risk block holds a fence, a mention or a control character: %q", block)
+	}
+	if !strings.Contains(block, "\n+new\n") {
+		t.Errorf("discord risk block not on its own lines: %q", block)
+	}
+
+	// Plain text (email): each line of the risk behind the gutter.
+	text := Summarize(fenceBreaker, "", time.Now()).PlainText("")
+	_, after, _ := strings.Cut(text, "Risk:\n")
+	lines := strings.Split(after, "\n")
+	for i, l := range lines[:11] {
+		if !strings.HasPrefix(l, Gutter) {
+			t.Errorf("line %d of the risk is not behind the gutter: %q", i, l)
+		}
+	}
+	if strings.Contains(text, "\nTool: read_file") || strings.ContainsAny(text, "\r\x1b") {
+		t.Errorf("plain text lets the risk forge a line:\n%s", text)
 	}
 }

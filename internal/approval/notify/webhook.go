@@ -86,3 +86,6 @@ func (w *Webhook) Notify(_ context.Context, p *approval.Pending) error {
 
 // Close delivers what is queued (up to CloseTimeout) and stops.
 func (w *Webhook) Close() error { w.box.Close(); return nil }
+
+// ChannelName implements approval.NamedChannel.
+func (*Webhook) ChannelName() string { return "webhook" }

@@ -18,11 +18,13 @@ import (
 // TestJailShowsOnlyTheAllowlist: what bubblewrap builds of the host's / and
 // /etc is the allowlist and nothing else (a container shows its image's).
 // Landlock is off: it would refuse to list / at all, and this is about the
-// mounts.
+// mounts. Toolchains are off: the host user's toolchain directories (say
+// /root/go) would show their parents (jail_toolchains.txtar checks that
+// nothing else of those does).
 func TestJailShowsOnlyTheAllowlist(t *testing.T) {
 	testenv.Need(t, "bwrap")
 	t.Parallel()
-	w, err := sandbox.Start(context.Background(), &sandbox.Options{Workspace: t.TempDir(), Sandbox: &config.Sandbox{Enabled: true, Landlock: "off"}})
+	w, err := sandbox.Start(context.Background(), &sandbox.Options{Workspace: t.TempDir(), Sandbox: &config.Sandbox{Enabled: true, Landlock: "off", NoToolchains: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

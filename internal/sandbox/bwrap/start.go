@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,7 +37,7 @@ func StartStdio(ctx context.Context, l *jail.Launch, in, out *os.File) (jail.Pro
 	return st.Proc, nil
 }
 
-func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started, error) {
+func start(_ context.Context, op *jail.Launch, in, out *os.File) (_ *jail.Started, err error) {
 	l := *op
 	s := l.Settings
 	log := l.Log()
@@ -46,13 +48,28 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 	if err := l.ResolvePaths(); err != nil {
 		return nil, err
 	}
-	layout, err := l.Layout()
+	layout, hold, err := l.Layout()
 	if err != nil {
 		return nil, err
 	}
+	// Until the jail's process owns it, a failure releases the hold here.
+	defer func() {
+		if err != nil && hold != nil {
+			hold.Release()
+		}
+	}()
+	env := l.Env()
+	if s.Toolchains && !s.Lockdown {
+		tc := jail.Toolchains(envValue(l.HostEnv, "PATH"), envValue(l.HostEnv, "HOME"), layout.Workspace, s.ToolchainPaths, SystemDirs)
+		for d, why := range tc.Skipped {
+			log.Debug("toolchain directory of PATH left out of the jail", "dir", d, "why", why)
+		}
+		layout.AddToolchain(tc)
+		env = jail.WithToolchain(env, tc)
+	}
 	plan := &Plan{
 		Layout: layout, Lockdown: s.Lockdown, Network: s.Network,
-		System: HostSystem(), Etc: HostEtc(), Env: l.Env(),
+		System: HostSystem(), Etc: HostEtc(), Env: env,
 	}
 	if !s.NoGPU {
 		plan.GPU = hostGPU()
@@ -105,7 +122,8 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 		Workspace: layout.Workspace, Mask: l.WorkerMask(), Protected: l.Protected,
 		Lockdown: s.Lockdown, Landlock: s.Landlock,
 		Writable: append(layout.Writable, "/dev/shm", "/dev/pts"), Readable: layout.Readable,
-		Egress: l.EgressEnv(),
+		Egress:    l.EgressEnv(),
+		GitIgnore: layout.GitIgnore,
 	})
 	if err != nil {
 		return nil, err
@@ -156,7 +174,8 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 		f.Close()
 	}
 	files = nil
-	p := &proc{cmd: cmd, cg: cg, stderr: stderr}
+	p := &proc{cmd: cmd, cg: cg, stderr: stderr, hold: hold}
+	hold = nil // p.Cleanup releases it
 	fail := func(err error) (*jail.Started, error) {
 		p.Kill()
 		p.Wait()
@@ -190,11 +209,13 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 	return &jail.Started{Proc: p, Stdin: stdin, Stdout: stdout, Info: info, WantSeccomp: true}, nil
 }
 
-// proc is bubblewrap on this host, and its pids cgroup.
+// proc is bubblewrap on this host, its pids cgroup, and its hold on the
+// workspace's mask placeholders.
 type proc struct {
 	cmd    *exec.Cmd
 	cg     *pidsCgroup
 	stderr *jail.Tail
+	hold   *jail.Hold
 }
 
 func (p *proc) Kill() {
@@ -209,9 +230,19 @@ func (p *proc) Kill() {
 func (p *proc) Wait() error        { return p.cmd.Wait() }
 func (p *proc) StderrTail() string { return p.stderr.String() }
 
-// Cleanup removes the pids cgroup. Placeholders created for masks of
-// missing paths stay (see jail.PrepareMasks).
-func (p *proc) Cleanup() error { return p.cg.destroy() }
+// Cleanup removes the pids cgroup and releases the jail's hold on the mask
+// placeholders (the last jail of the workspace removes them).
+func (p *proc) Cleanup() error { return errors.Join(p.cg.destroy(), p.hold.Release()) }
+
+// envValue is the value of name in env (KEY=VALUE entries), or "".
+func envValue(env []string, name string) string {
+	for _, kv := range slices.Backward(env) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
 
 func readChildPID(r *os.File, timeout time.Duration) (int, error) {
 	if timeout <= 0 {

@@ -135,6 +135,9 @@ type dockerProc struct {
 	cmd    *exec.Cmd
 	stderr *jail.Tail
 	tmp    string // empty mask sources and the seccomp profile
+	// hold keeps the workspace's mask placeholders while the container
+	// may have them mounted.
+	hold *jail.Hold
 	// reaper removes the container if warden dies without cleaning up: it
 	// waits for the end of a pipe only warden holds open.
 	reaper  *exec.Cmd
@@ -165,6 +168,10 @@ func (p *dockerProc) Cleanup() error {
 		if rerr := os.RemoveAll(p.tmp); rerr != nil && err == nil {
 			err = rerr
 		}
+	}
+	if err == nil {
+		// Only once the container is gone: its mounts stand on them.
+		err = p.hold.Release()
 	}
 	return err
 }
@@ -356,12 +363,13 @@ func Start(ctx context.Context, op *jail.Launch) (_ *jail.Started, err error) {
 			HintMsg: "give the workspace to an unprivileged user (chown -R USER: " + ws + "), or use the local backend",
 		}
 	}
-	layout, err := l.Layout()
+	layout, hold, err := l.Layout()
 	if err != nil {
 		return nil, err
 	}
 	profile, err := seccompProfile(s.Lockdown)
 	if err != nil {
+		hold.Release()
 		return nil, fmt.Errorf("failed to build the seccomp profile: %w", err)
 	}
 
@@ -372,12 +380,14 @@ func Start(ctx context.Context, op *jail.Launch) (_ *jail.Started, err error) {
 		cli:    cli,
 		name:   "warden-" + hex.EncodeToString(sum[:4]) + "-" + hex.EncodeToString(rnd[:]),
 		stderr: jail.NewTail(8<<10, log),
+		hold:   hold,
 	}
 	started := false // once the jail is handed over, its Cleanup owns p
 	defer func() {
 		if err != nil && !started {
 			p.stopReaper()
 			os.RemoveAll(p.tmp)
+			hold.Release()
 		}
 	}()
 	if p.tmp, err = os.MkdirTemp("", "warden-docker-"); err != nil {
@@ -437,8 +447,9 @@ func Start(ctx context.Context, op *jail.Launch) (_ *jail.Started, err error) {
 		// Docker's profile goes through libseccomp, which drops the system
 		// calls it does not know (open_tree_attr on Debian 12): the worker
 		// stacks warden's own filter on top.
-		Seccomp: true,
-		Egress:  l.EgressEnv(),
+		Seccomp:   true,
+		Egress:    l.EgressEnv(),
+		GitIgnore: layout.GitIgnore,
 	})
 	if err != nil {
 		return nil, err

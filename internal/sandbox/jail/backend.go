@@ -118,20 +118,23 @@ func (l *Launch) ResolvePaths() error {
 }
 
 // Layout resolves the masks of the workspace (creating their placeholders)
-// and computes the jail's layout. Call ResolvePaths first.
-func (l *Launch) Layout() (*Layout, error) {
-	m, err := PrepareMasks(l.Workspace, l.WorkerMask(), l.Protected)
+// and computes the jail's layout. Call ResolvePaths first. Release the Hold
+// once the jail has exited (or failed to start): the last jail of the
+// workspace removes the placeholders.
+func (l *Launch) Layout() (*Layout, *Hold, error) {
+	m, h, err := PrepareMasks(l.Workspace, l.WorkerMask(), l.Protected)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	layout, err := NewLayout(l.Workspace, l.Executable, l.Settings, m)
 	if err != nil {
-		return nil, err
+		h.Release()
+		return nil, nil, err
 	}
 	if l.Egress != nil {
 		layout.AddEgress(l.Egress)
 	}
-	return layout, nil
+	return layout, h, nil
 }
 
 // Started is a jail a backend started, with the worker running in it.

@@ -60,10 +60,19 @@
 //     command creates later is visible to commands in that jail (the file
 //     tools still refuse it). A file hard-linked to a masked file is not
 //     masked for commands (the file tools refuse hard links).
-//   - Placeholders for missing literal masks stay on the host, empty
-//     (missing warden.toml and warden.yaml get one too: the config loader
-//     reads an empty file as absent): removing one while another jail of
-//     the workspace has it mounted would unmask it there.
+//   - Placeholders for missing literal masks (missing warden.toml and
+//     warden.yaml get one too: the config loader reads an empty file as
+//     absent) exist on the host while a jail of the workspace runs (Hold:
+//     removing one while a jail has it mounted would unmask it there); the
+//     last jail out removes those still empty and marked as warden's (an
+//     extended attribute; where the file system keeps none they stay). Git
+//     in the jail ignores them (the worker's per-user ignore file); git on
+//     the host sees them while a jail runs.
+//   - A masked path renamed over or deleted on the host while a jail runs
+//     (an editor saving through a temporary file) loses its mount in that
+//     jail: the kernel detaches a mount whose dentry is unlinked or
+//     replaced in another mount namespace, and the jail then sees the new
+//     file. Writing the file in place keeps it masked.
 //   - A workspace with more than 500,000 entries cannot have its glob masks
 //     resolved and is refused rather than jailed with secrets showing.
 //   - Git: a mount can only hold a path that exists when the jail starts.

@@ -38,10 +38,11 @@ func TestLayoutEgress(t *testing.T) {
 	if err := l.ResolvePaths(); err != nil {
 		t.Fatal(err)
 	}
-	layout, err := l.Layout()
+	layout, hold, err := l.Layout()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer hold.Release()
 	n := len(layout.Mounts)
 	sock, bundle := layout.Mounts[n-2], layout.Mounts[n-1]
 	if sock != (Mount{Kind: Bind, Source: "/tmp/egress-1/egress.sock", Target: EgressSocket, ReadOnly: true}) ||

@@ -100,7 +100,8 @@ func TestResolveGit(t *testing.T) {
 func TestGitLayout(t *testing.T) {
 	t.Parallel()
 	ws := gitTree(t)
-	m, err := PrepareMasks(ws, nil, nil)
+	m, h, err := PrepareMasks(ws, nil, nil)
+	defer h.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,8 @@ func TestGitLayout(t *testing.T) {
 		}
 	}
 	// A mask hides more than a read-only bind: a masked .git stays masked.
-	m2, err := PrepareMasks(ws, []string{"vendor/**"}, nil)
+	m2, h2, err := PrepareMasks(ws, []string{"vendor/**"}, nil)
+	defer h2.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestGitSymlinksRefused(t *testing.T) {
 			if err := os.Symlink(outside, p); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := PrepareMasks(ws, nil, nil); err == nil {
+			if _, _, err := PrepareMasks(ws, nil, nil); err == nil {
 				t.Fatalf("a jail was prepared with %s a symbolic link", link)
 			}
 			if ents, _ := os.ReadDir(outside); len(ents) != 0 {

@@ -68,6 +68,9 @@ type Layout struct {
 	Writable, Readable []string
 	// Masked counts the masked paths.
 	Masked int
+	// GitIgnore hides the mask placeholders from git in the jail
+	// (Masks.GitIgnore; the worker writes it in the jail's HOME).
+	GitIgnore []string
 }
 
 // NewLayout computes the layout of a jail on the workspace ws (absolute,
@@ -170,6 +173,7 @@ func NewLayout(ws, exe string, s Settings, m *Masks) (*Layout, error) {
 		l.Mounts = append(l.Mounts, Mount{Kind: EmptyFile, Target: f})
 	}
 	l.Masked = len(m.Dirs) + len(m.Files)
+	l.GitIgnore = m.GitIgnore
 	return l, nil
 }
 

@@ -34,6 +34,10 @@ type Masks struct {
 	// GitDirs are the workspace's git directories, each bound onto itself
 	// so that a jailed command cannot rename or replace it (see ResolveGit).
 	GitDirs []string
+	// GitIgnore are gitignore patterns, relative to the repository each
+	// placeholder file is in, that hide the placeholders from git in the
+	// jail (see placeholderIgnores).
+	GitIgnore []string
 }
 
 // isLiteral reports whether a pattern has no glob syntax.
@@ -102,7 +106,9 @@ func ResolveMasks(dir string, mask, protect []string) (*Masks, error) {
 					}
 				}
 			case err == nil:
-				addPath(abs, st.IsDir(), false, isProtect)
+				// A placeholder a jail of the workspace made earlier is
+				// still one: the last jail out removes it.
+				addPath(abs, st.IsDir(), !isProtect && placeholderAt(dir, abs), isProtect)
 			case errors.Is(err, fs.ErrNotExist):
 				// A missing warden.toml/warden.yaml gets a placeholder too:
 				// the config loader reads an empty one as absent.
@@ -197,13 +203,28 @@ func dedupe(s []string) []string {
 	return slices.Compact(s)
 }
 
+// placeholderAt reports whether abs, in the workspace ws, is an empty
+// placeholder of warden's.
+func placeholderAt(ws, abs string) bool {
+	rel, err := filepath.Rel(ws, abs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return false
+	}
+	r, err := os.OpenRoot(ws)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	return isPlaceholder(r, rel)
+}
+
 // createPlaceholders creates, on the host, the empty files and directories
 // that masks of missing paths are mounted on, so that a read-only
-// (lockdown) workspace can be masked too. They are created through an
-// os.Root, so a symbolic link planted in the workspace cannot send them
-// elsewhere, and they stay after the jail ends: removing one while another
-// jail of the workspace has it mounted would detach that mount and unmask
-// the path there.
+// (lockdown) workspace can be masked too, and marks them as warden's. They
+// are created through an os.Root, so a symbolic link planted in the
+// workspace cannot send them elsewhere. They stay while any jail of the
+// workspace runs (see Hold): removing one while a jail has it mounted would
+// detach that mount and unmask the path there.
 func createPlaceholders(ws string, placeholders, dirs []string) error {
 	if len(placeholders) == 0 {
 		return nil
@@ -218,13 +239,17 @@ func createPlaceholders(ws string, placeholders, dirs []string) error {
 		if err != nil {
 			return err
 		}
+		var f *os.File
 		if slices.Contains(dirs, p) {
-			err = r.Mkdir(rel, 0o755)
-		} else {
-			var f *os.File
-			if f, err = r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-				err = f.Close()
+			if err = r.Mkdir(rel, 0o755); err == nil {
+				f, err = r.Open(rel)
 			}
+		} else {
+			f, err = r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+		if err == nil {
+			markPlaceholder(f)
+			err = f.Close()
 		}
 		if err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("failed to create the mask placeholder %s: %w", p, err)
@@ -236,24 +261,76 @@ func createPlaceholders(ws string, placeholders, dirs []string) error {
 // PrepareMasks resolves the workspace defaults, security.mask and
 // sandbox.mask (mask) and the protected paths (protect) in the workspace at
 // ws, and git's control surface (ResolveGit), and creates the placeholders
-// that masks and protections of missing paths are mounted over.
-func PrepareMasks(ws string, mask, protect []string) (*Masks, error) {
+// that masks and protections of missing paths are mounted over. The Hold
+// keeps the mask placeholders in place: release it once the jail has
+// exited, and the last jail of the workspace removes them.
+func PrepareMasks(ws string, mask, protect []string) (_ *Masks, _ *Hold, err error) {
+	h, err := holdWorkspace(ws)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			h.Release()
+		}
+	}()
 	m, err := ResolveMasks(ws, slices.Concat(workspace.DefaultMask, mask), slices.Concat(workspace.DefaultProtected, protect))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	h.todo = m.Placeholders
 	if err := createPlaceholders(ws, m.Placeholders, m.Dirs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g, err := ResolveGit(ws)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := createGitPlaceholders(ws, g); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m.addGit(g)
-	return m, nil
+	m.GitIgnore = placeholderIgnores(m.Placeholders, m.Dirs)
+	return m, h, nil
+}
+
+// placeholderIgnores returns, for each placeholder file (an empty directory
+// is invisible to git already), a gitignore pattern anchored at the root of
+// the git work tree it is in: the nearest directory above it holding a .git.
+// A placeholder outside any repository needs none.
+func placeholderIgnores(placeholders, dirs []string) []string {
+	var out []string
+	for _, p := range placeholders {
+		if slices.Contains(dirs, p) {
+			continue
+		}
+		for top := filepath.Dir(p); ; top = filepath.Dir(top) {
+			if _, err := os.Lstat(filepath.Join(top, ".git")); err == nil {
+				rel, err := filepath.Rel(top, p)
+				if err == nil {
+					out = append(out, "/"+gitignoreEscape(filepath.ToSlash(rel)))
+				}
+				break
+			}
+			if top == "/" || top == "." {
+				break
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// gitignoreEscape escapes what gitignore reads as pattern syntax in a
+// literal path.
+func gitignoreEscape(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if strings.ContainsRune(`\*?[]!#`, r) || r == ' ' && i == len(s)-1 {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // addGit adds the git protections to m: what is masked already stays

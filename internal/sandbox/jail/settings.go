@@ -50,6 +50,11 @@ type Settings struct {
 	ROPaths  []string      `json:"ro_paths"`
 	Mask     []string      `json:"mask"`
 	Idle     time.Duration `json:"idle_timeout_ns"`
+	// Toolchains binds the toolchain directories of the host's PATH, and
+	// ToolchainPaths, read-only and puts them on the jail's PATH (local
+	// backend, not under lockdown; see Toolchains).
+	Toolchains     bool     `json:"toolchains"`
+	ToolchainPaths []string `json:"toolchain_paths,omitempty"`
 	// Forced says why Lockdown was imposed rather than asked for ("" if it
 	// was not): the section was invalid, or named something unknown.
 	Forced string `json:"lockdown_forced_by,omitempty"`
@@ -80,12 +85,15 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 		ROPaths:  slices.Clone(sb.ROPaths),
 		Mask:     slices.Clone(sb.Mask),
 		Idle:     time.Duration(sb.IdleTimeout) * time.Second,
+
+		Toolchains:     !sb.NoToolchains,
+		ToolchainPaths: slices.Clone(sb.ToolchainPaths),
 	}
 	var why []string
 	if sb.Invalid != "" {
 		why = append(why, "the [sandbox] section is invalid ("+sb.Invalid+")")
 		// Nothing of an invalid section loosens the jail.
-		s.Network, s.Egress, s.NoGPU = false, false, true
+		s.Network, s.Egress, s.NoGPU, s.Toolchains, s.ToolchainPaths = false, false, true, false, nil
 	}
 	switch s.Backend {
 	case "", BackendLocal:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -76,6 +77,9 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 		return fmt.Errorf("failed to keep inherited descriptors from the commands: %w", err)
 	}
 	reserveThreads(reservedThreads)
+	if err := writeGitIgnore(spec.GitIgnore); err != nil {
+		return err
+	}
 	root, err := workspace.Open(spec.Workspace, &workspace.Options{Mask: spec.Mask, Protected: spec.Protected})
 	if err != nil {
 		return err
@@ -108,6 +112,26 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 		defer r.Close()
 	}
 	return s.Serve(ctx, in, out)
+}
+
+// writeGitIgnore writes the patterns that hide the host's mask
+// placeholders to git's per-user ignore file in the jail's own HOME, which
+// holds nothing else of the user's. It is a convenience for git add -A, not
+// a guard: the masks hold whatever a command does to the file.
+func writeGitIgnore(patterns []string) error {
+	home := os.Getenv("HOME")
+	if len(patterns) == 0 || home == "" || !filepath.IsAbs(home) {
+		return nil
+	}
+	dir := filepath.Join(home, ".config", "git")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("failed to write git's ignore file in the jail: %w", err)
+	}
+	body := "# mask placeholders of warden's jail\n" + strings.Join(patterns, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "ignore"), []byte(body), 0o600); err != nil {
+		return fmt.Errorf("failed to write git's ignore file in the jail: %w", err)
+	}
+	return nil
 }
 
 // ParseSpec reads the --spec argument of `warden worker`: one JSON object

@@ -39,6 +39,11 @@ type WorkerSpec struct {
 	// jail already has: the docker backend's profile goes through
 	// libseccomp, which drops system calls it does not know.
 	Seccomp bool `json:"seccomp,omitempty"`
+	// GitIgnore lists gitignore patterns of the mask placeholders the host
+	// made for this jail: the worker writes them to git's per-user ignore
+	// file in the jail's private HOME, so git in the jail does not offer
+	// to commit them (git add -A).
+	GitIgnore []string `json:"git_ignore,omitempty"`
 	// Egress is set under network = "allowlist": the worker starts the
 	// egress relay on the jail's loopback (internal/egress/relay), and
 	// these variables (the proxy and CA variables, the brokered secrets'

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/notify"
@@ -140,12 +141,15 @@ func (t *Channel) Notify(_ context.Context, p *approval.Pending) error {
 	if sum.Cut {
 		decide = sum.TooLong() + "\nIt cannot be approved from Telegram. Deny with the button, or reply /deny " + p.ID + " reason: …"
 	}
-	text := sum.PlainText(decide)
+	text, blocks := sum.Text(decide, "")
 	expires := p.ExpiresAt
 	var errs []error
 	for _, chat := range t.chats {
 		params := map[string]any{"chat_id": chat, "text": text, "reply_markup": tgKeyboard(p, sum.Cut),
 			"link_preview_options": map[string]bool{"is_disabled": true}}
+		if e := preEntities(text, blocks); len(e) > 0 {
+			params["entities"] = e
+		}
 		id := p.ID
 		errs = append(errs, t.box.Enqueue(notify.Delivery{What: fmt.Sprintf("message for request %s to chat %d", p.ID, chat),
 			Send: func(ctx context.Context) error {
@@ -240,6 +244,29 @@ func (t *Channel) settle(id string, msg *tgMessage, outcome string) {
 	}
 }
 
+// preEntities marks each block of text (byte spans) as a pre entity, in
+// the UTF-16 code units Telegram counts. An entity is no markup: the text
+// inside cannot end it, whatever it holds.
+func preEntities(text string, blocks []notify.Span) []map[string]any {
+	var out []map[string]any
+	for _, b := range blocks {
+		if b.Start < 0 || b.End > len(text) || b.Start >= b.End {
+			continue
+		}
+		off := utf16Len(text[:b.Start])
+		out = append(out, map[string]any{"type": "pre", "offset": off, "length": utf16Len(text[b.Start:b.End])})
+	}
+	return out
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
 // Close stops polling, delivers what is queued (up to CloseTimeout) and
 // stops.
 func (t *Channel) Close() error {
@@ -257,3 +284,6 @@ func (t *Channel) Close() error {
 	t.box.Close()
 	return nil
 }
+
+// ChannelName implements approval.NamedChannel.
+func (*Channel) ChannelName() string { return "telegram" }
