@@ -46,6 +46,7 @@ lint:
 
 race:
 	$(GO) test -race -count=1 -timeout 40m $(RACE_PKGS)
+	$(GO) test -race -count=1 -run 'Concurrent' ./internal/shellpolicy/
 
 # Run every fuzz target for FUZZTIME each (default 30s).
 FUZZTIME ?= 30s

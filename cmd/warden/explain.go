@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/app"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/shellpolicy"
 	"github.com/wardenhq/warden/internal/tools"
 )
@@ -28,6 +30,8 @@ type explainOutput struct {
 	Pos        *shellpolicy.Position `json:"pos,omitempty"`
 	ParseError string                `json:"parse_error,omitempty"`
 	Commands   []shellpolicy.Simple  `json:"commands"`
+	// Ceiling names the managed policy line behind the deciding rule.
+	Ceiling string `json:"ceiling,omitempty"`
 }
 
 func newExplainCmd(g *globalFlags) *cobra.Command {
@@ -52,7 +56,15 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			if tool != "" && !json.Valid(raw) {
 				return usageErr("--args is not valid JSON: %s", toolArgs)
 			}
-			a, err := app.New(cmd.Context(), app.Options{Flags: g.app(false, false), Agent: agent, Logger: newLogger(cmd.ErrOrStderr())})
+			log := newLogger(cmd.ErrOrStderr())
+			ld, err := config.Load(configOptions(g))
+			if err != nil {
+				return configErrors(cmd.ErrOrStderr(), err)
+			}
+			for _, w := range ld.Warnings {
+				log.Warn(w)
+			}
+			a, err := app.New(cmd.Context(), app.Options{Flags: g.app(false, false), Config: ld.Config, Agent: agent, Logger: log})
 			if err != nil {
 				return configErrors(cmd.ErrOrStderr(), err)
 			}
@@ -60,11 +72,18 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			w := cmd.OutOrStdout()
 			if tool != "" {
 				x := a.Engine().Explain(tool, raw)
+				ceiling := ceilingOf(ld, x.Stage, x.Rule)
 				if g.json {
-					return writeJSON(w, x)
+					return writeJSON(w, struct {
+						engine.Explanation
+						Ceiling string `json:"ceiling,omitempty"`
+					}{x, ceiling})
 				}
 				fmt.Fprintf(w, "tool:     %s\ndecision: %s (mode %s)\nstage:    %s\nrule:     %s\nwhy:      %s\n",
 					x.Tool, x.Decision, a.Config().Security.ConfirmMode, x.Stage, x.Rule, x.Reason)
+				if ceiling != "" {
+					fmt.Fprintf(w, "ceiling:  %s\n", ceiling)
+				}
 				if x.Risk != "" {
 					fmt.Fprintf(w, "risk:\n%s\n", x.Risk)
 				}
@@ -82,7 +101,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 				Command: line, Mode: a.Config().Security.ConfirmMode, Decision: x.Decision,
 				DecidedBy: x.Rule, Why: x.Reason,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
-				ParseError: v.ParseError, Commands: v.Commands,
+				ParseError: v.ParseError, Commands: v.Commands, Ceiling: ceilingOf(ld, x.Stage, x.Rule),
 			}
 			if v.Blocked {
 				out.Pos = &v.Pos
@@ -103,6 +122,9 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 func printExplain(w io.Writer, o *explainOutput) {
 	fmt.Fprintf(w, "command:  %s\n", o.Command)
 	fmt.Fprintf(w, "decision: %s (mode %s; %s: %s)\n", o.Decision, o.Mode, o.DecidedBy, o.Why)
+	if o.Ceiling != "" {
+		fmt.Fprintf(w, "ceiling:  %s\n", o.Ceiling)
+	}
 	fmt.Fprintf(w, "class:    %s\n", o.Class)
 	if o.Blocked {
 		fmt.Fprintf(w, "blocked:  rule %s at %s: %s\n", o.Rule, o.Pos, o.Reason)
@@ -124,4 +146,27 @@ func printExplain(w io.Writer, o *explainOutput) {
 		}
 		fmt.Fprintf(w, "  %s%-9s %s%s\n  %s          %s\n", indent, s.Class, s.Text, rule, indent, s.Why)
 	}
+}
+
+// ceilingOf names the managed policy behind a policy decision's rule: the
+// line that set the deciding value, or the one whose ceiling holds it.
+func ceilingOf(ld *config.Loaded, stage, rule string) string {
+	if stage != "policy" {
+		return ""
+	}
+	key := ""
+	switch {
+	case strings.HasPrefix(rule, "tool_policy."):
+		key = "security." + rule
+	case strings.HasPrefix(rule, "confirm_mode="):
+		key = "security.confirm_mode"
+	}
+	c := ld.CeilingOf(key)
+	if key == "" || c == "" {
+		return ""
+	}
+	if strings.HasPrefix(ld.Origin[key], "managed:") {
+		return "set by the managed policy " + c + " (no other source may loosen it)"
+	}
+	return "within the ceiling of the managed policy " + c
 }

@@ -47,6 +47,7 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newToolCmd,
 	newExplainCmd,
 	newApprovalsCmd,
+	newStoreCmd,
 	newAuditCmd,
 	newConfigCmd,
 	newSandboxCmd,

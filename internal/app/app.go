@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
@@ -131,7 +132,19 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		a.closers.add(f.Close)
 		mirror = append(mirror, f)
 	}
-	if a.store, err = OpenStore(o.DB); err != nil {
+	// [telemetry] exports what the audit trail records (the engine's
+	// calls and the approver's decisions) to an OTLP collector.
+	if sink, stop, err := telemetrySink(ctx, cfg.Telemetry); err != nil {
+		return nil, err
+	} else if sink != nil {
+		mirror = append(mirror, sink)
+		a.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return stop(ctx)
+		})
+	}
+	if a.store, err = OpenStore(o.DB, cfg.Store); err != nil {
 		return nil, err
 	}
 	a.closers.add(a.store.Close)

@@ -27,6 +27,7 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		return o, func() error { return nil }, err
 	}
 	o.Logger = log
+	o.Lease = LeaseTTL(cfg.Store)
 	ac := &cfg.Security.Approval
 	no := &notify.Options{Logger: log}
 	var chans []notify.Channel

@@ -20,9 +20,11 @@ import (
 // Defaults of the broker.
 const (
 	DefaultTimeout = 300 * time.Second
-	// DefaultPoll is how often a waiting request re-reads the store, so a
-	// decision made by another process is seen within about this long.
-	DefaultPoll = 50 * time.Millisecond
+	// DefaultPoll is how often a waiting request re-reads the store besides
+	// the store's own wake-ups (Store.Watch: at once for this process's
+	// decisions and, on PostgreSQL, other processes'; within 50 ms for
+	// other processes on SQLite): a safety net.
+	DefaultPoll = 2 * time.Second
 	// TerminalSupervisor is decided_by for answers at this process's prompt:
 	// the person at the terminal that started warden.
 	TerminalSupervisor = "terminal"
@@ -63,8 +65,14 @@ type Options struct {
 	Audit audit.Sink
 	// Logger gets human notes (request pending, decided); default discards.
 	Logger *slog.Logger
-	// Poll is how often a waiting request re-reads the store; default DefaultPoll.
+	// Poll is how often a waiting request re-reads the store besides the
+	// store's wake-ups; default DefaultPoll.
 	Poll time.Duration
+	// Lease is the period of this process's lease on the requests it
+	// waits for (store.KeepLease renews it every third of that): if the
+	// process dies or loses the database for longer, its requests are
+	// cancelled and never run. Default store.DefaultLeaseTTL.
+	Lease time.Duration
 	// GrantMax caps the duration of a grant (ApproveWithGrant); default
 	// DefaultGrantMax. See GrantMax for the configured value.
 	GrantMax time.Duration
@@ -75,6 +83,10 @@ type Broker struct {
 	o     Options
 	owner store.Owner
 	log   *slog.Logger
+
+	// lease is held while requests of this broker wait (acquireLease).
+	leaseMu sync.Mutex
+	lease   *leaseRef
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
@@ -102,6 +114,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
+	}
+	if o.Lease <= 0 {
+		o.Lease = store.DefaultLeaseTTL
 	}
 	if o.GrantMax <= 0 {
 		o.GrantMax = DefaultGrantMax
@@ -256,7 +271,21 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Targe
 	}
 	b.mu.Unlock()
 
+	// The request carries this process's lease while it waits: if the
+	// process dies, any other one cancels it once the lease runs out.
+	lease, err := b.acquireLease(ctx)
+	if err != nil {
+		err = fmt.Errorf("failed to take a lease for the approval request for %s: %w", a.Tool, err)
+		b.finish(g, Outcome{State: store.Denied}, err)
+		return Outcome{State: store.Denied}, err
+	}
+	a.Owner = lease.k.Owner()
+	// Watch before the request exists: a decision made right after it is
+	// stored still wakes the wait.
+	changed, unwatch := b.o.Store.Watch(a.ID)
 	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
+		unwatch()
+		b.releaseLease(lease)
 		err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
 		b.finish(g, Outcome{State: store.Denied}, err)
 		return Outcome{State: store.Denied}, err
@@ -271,7 +300,9 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Targe
 	b.log.Info("approval request pending", "id", a.ID, "tool", a.Tool, "expires", a.ExpiresAt.Format(time.RFC3339),
 		"decide", "warden approvals approve "+a.ID+" | warden approvals deny "+a.ID+" --reason R")
 	go func() {
-		out, err := b.wait(gctx, a)
+		defer b.releaseLease(lease)
+		defer unwatch()
+		out, err := b.wait(gctx, a, changed, lease.k.Lost())
 		b.finish(g, out, err)
 	}()
 	return b.await(ctx, g)
@@ -331,9 +362,10 @@ type promptResult struct {
 }
 
 // wait blocks until the request leaves PENDING: a decision seen in the
-// store (polled, or woken by an in-process Decide), the prompt's answer,
-// the timeout, or ctx's end.
-func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
+// store (woken by the store's watch, an in-process Decide, or the safety
+// poll), the prompt's answer, the timeout, the loss of this process's
+// lease, or ctx's end.
+func (b *Broker) wait(ctx context.Context, a *store.Approval, changed, lost <-chan struct{}) (Outcome, error) {
 	wake := b.subscribe(a.ID)
 	defer b.unsubscribe(a.ID)
 	timer := time.NewTimer(time.Until(a.ExpiresAt))
@@ -396,6 +428,16 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 				return out, ErrAborted
 			}
 			if err == nil || !errors.Is(err, errStillPending) {
+				return out, err
+			}
+		case <-lost:
+			// Cut off from the database for a whole lease period: others
+			// may have cancelled the request already; it must not run.
+			t := transition(store.Cancelled, audit.DecisionCancelled, "lease-expiry",
+				"this process could not renew its lease (cut off from the database for longer than the lease period)")
+			return b.end(bg, a, t)
+		case <-changed:
+			if out, err := b.settled(bg, a); !errors.Is(err, errStillPending) {
 				return out, err
 			}
 		case <-wake:
@@ -531,6 +573,51 @@ func (b *Broker) Supervisors() []string { return slices.Clone(b.o.Supervisors) }
 
 // Store is the store the broker works on.
 func (b *Broker) Store() store.Store { return b.o.Store }
+
+// leaseRef is a lease of this broker and the waits that hold it.
+type leaseRef struct {
+	k     *store.LeaseKeeper
+	users int
+}
+
+// acquireLease returns the broker's lease, taking one when no request
+// waits (or the last one was lost). releaseLease gives it back; the last
+// user releases it in the store.
+func (b *Broker) acquireLease(ctx context.Context) (*leaseRef, error) {
+	b.leaseMu.Lock()
+	defer b.leaseMu.Unlock()
+	if b.lease != nil {
+		select {
+		case <-b.lease.k.Lost():
+			b.lease = nil // its users still hold it; new waits get a new one
+		default:
+		}
+	}
+	if b.lease == nil {
+		k, err := store.KeepLease(ctx, b.o.Store, b.owner, b.o.Lease)
+		if err != nil {
+			return nil, err
+		}
+		b.lease = &leaseRef{k: k}
+	}
+	b.lease.users++
+	return b.lease, nil
+}
+
+func (b *Broker) releaseLease(r *leaseRef) {
+	b.leaseMu.Lock()
+	r.users--
+	last := r.users == 0
+	if last && b.lease == r {
+		b.lease = nil
+	}
+	b.leaseMu.Unlock()
+	if last {
+		if err := r.k.Close(); err != nil {
+			b.log.Warn("failed to release this process's lease", "err", err)
+		}
+	}
+}
 
 func (b *Broker) subscribe(id string) chan struct{} {
 	b.mu.Lock()

@@ -7,9 +7,13 @@
 // with an unguessable id (128 random bits), the tool, its canonical
 // arguments and a SHA-256 binding them to the workspace, the session and,
 // for a call that changes files, where each change lands (Targets). The
-// Broker waits for the request to leave PENDING, polling the store so that a
-// decision made by another process is seen within DefaultPoll, and racing
-// the terminal prompt when there is one. Channels are told (Channel); those
+// Broker waits for the request to leave PENDING, woken by the store's watch
+// (at once for a decision of any process on PostgreSQL, within 50 ms on
+// SQLite; DefaultPoll is a safety net), and racing the terminal prompt when
+// there is one. While requests of the process wait it holds a lease in the
+// store (Options.Lease): if the process dies or is cut off from the database
+// for a lease period, its requests are cancelled and never run, and a wait
+// whose lease was lost ends cancelled. Channels are told (Channel); those
 // that take answers (Listener) decide through the broker (Decider), like
 // any supervisor.
 //

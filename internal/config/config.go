@@ -11,6 +11,8 @@ type Config struct {
 	LLM       LLM              `toml:"llm" yaml:"llm" json:"llm"`
 	MCP       MCP              `toml:"mcp" yaml:"mcp" json:"mcp"`
 	Agents    map[string]Agent `toml:"agents" yaml:"agents" json:"agents,omitempty"`
+	Store     Store            `toml:"store" yaml:"store" json:"store"`
+	Telemetry Telemetry        `toml:"telemetry" yaml:"telemetry" json:"telemetry"`
 
 	// DryRun is set by --dry-run only: nothing is executed.
 	DryRun bool `toml:"-" yaml:"-" json:"dry_run,omitempty"`
@@ -253,6 +255,8 @@ func Default() *Config {
 			Approval:    Approval{TimeoutSecs: 300, OnTimeout: PolicyDeny},
 			HTTP:        HTTP{TimeoutSecs: 30, MaxBodyBytes: 1 << 20},
 		},
-		LLM: LLM{Timeout: 120, Retries: 2},
+		LLM:       LLM{Timeout: 120, Retries: 2},
+		Store:     Store{LeaseSecs: 15},
+		Telemetry: Telemetry{ServiceName: "warden"},
 	}
 }

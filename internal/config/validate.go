@@ -66,6 +66,8 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	l.validateLLM()
 	l.validateMCP()
 	l.validateAgents()
+	l.validateStore()
+	l.validateTelemetry()
 }
 
 func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }

@@ -42,6 +42,11 @@ type Owner struct {
 	// Start is the process start time in clock ticks after boot
 	// (/proc/PID/stat field 22): with PID it tells a reused pid apart.
 	Start int64 `json:"start"`
+	// Lease is the id of the lease the process renews while it waits
+	// (AcquireLease). A request whose caller's lease expired is never
+	// decided, claimed or executed: SweepOrphans cancels it. Without a
+	// lease, the process is judged by host, pid and start time.
+	Lease string `json:"lease,omitempty"`
 }
 
 // Approval is one approval request as stored. JSON names follow the audit
@@ -143,6 +148,14 @@ type Store interface {
 	VerifyAudit(ctx context.Context) (rows int64, head string, err error)
 
 	Grants
+	Leases
+
+	// Watch returns a channel that receives a value soon after request id
+	// changes (id "" for any change to requests or grants), made by this
+	// process or any other sharing the database, and a func that stops
+	// the watch. Values are coalesced and best effort: a watcher re-reads
+	// what it waits for after each value, and now and then anyway.
+	Watch(id string) (<-chan struct{}, func())
 
 	Close() error
 }
