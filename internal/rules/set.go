@@ -163,9 +163,7 @@ func (s *Set) decideCommand(c Call) Result {
 			if c.Covered != nil && c.Covered(argv) {
 				continue
 			}
-			if first != nil {
-				best.Why = fmt.Sprintf("no allow rule covers %s", JoinArgv(argv))
-			}
+			best.Why = fmt.Sprintf("no allow rule covers %s", JoinArgv(argv))
 			return best
 		}
 		if first == nil {
