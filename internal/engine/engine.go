@@ -16,6 +16,8 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/policy"
+	"github.com/wardenhq/warden/internal/rules"
+	"github.com/wardenhq/warden/internal/shellpolicy"
 	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
@@ -54,6 +56,10 @@ type Engine struct {
 	schemas  map[string]*jsonschema.Resolved
 	now      func() time.Time
 	workRoot string
+	// rules are the [[rules]] in force here; judgeOpts judge a command of
+	// a plain line alone, to see whether the mode allows it without one.
+	rules     *rules.Set
+	judgeOpts *shellpolicy.Options
 }
 
 // New checks opts and prepares the tools' schemas.
@@ -71,6 +77,12 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, agent: agent, schemas: map[string]*jsonschema.Resolved{}, now: time.Now}
 	if opts.Env.Root != nil {
 		e.workRoot = opts.Env.Root.Dir()
+	}
+	if e.rules, err = compileRules(opts.Env.Config, e.workRoot); err != nil {
+		return nil, err
+	}
+	if e.judgeOpts, err = tools.JudgeOptions(opts.Env.Config); err != nil {
+		e.judgeOpts = nil // run_command refuses every call with this error
 	}
 	for _, t := range opts.Registry.List() {
 		if t.Schema == nil {
@@ -152,6 +164,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 	}
 
 	d := policy.Decide(cfg, e.agent, policy.Call{Tool: t.Name, Group: t.Group, Sensitive: t.Sensitive, CommandClass: facts.CommandClass})
+	d = e.applyRules(t, canonArgs, facts, d)
 	c.rec.Rule = d.Rule
 	switch d.Action {
 	case policy.Deny:

@@ -48,14 +48,16 @@ func (e *Engine) Explain(name string, args json.RawMessage) Explanation {
 	if err := e.schemas[t.Name].Validate(inst); err != nil {
 		return deny("arguments", "invalid-arguments", err.Error())
 	}
+	var facts tools.Facts
 	if t.Guard != nil {
-		facts, err := t.Guard(e.opts.Env, canonArgs)
+		facts, err = t.Guard(e.opts.Env, canonArgs)
 		x.Class, x.Risk = facts.CommandClass, strings.TrimSpace(tools.MovedNote(facts.Locations)+facts.Risk)
 		if err != nil {
 			return deny("guard", ruleOf(err), err.Error())
 		}
 	}
 	d := policy.Decide(cfg, e.agent, policy.Call{Tool: t.Name, Group: t.Group, Sensitive: t.Sensitive, CommandClass: x.Class})
+	d = e.applyRules(t, canonArgs, facts, d)
 	x.Stage, x.Rule, x.Reason = "policy", d.Rule, d.Reason
 	switch d.Action {
 	case policy.Allow:
