@@ -271,3 +271,54 @@ func TestDenyUnseen(t *testing.T) {
 		}
 	}
 }
+
+func TestNarrowest(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		tool, args string
+		paths      []string
+		want       []string // rule strings
+		err        bool
+	}{
+		{"run_command", `{"command":"git push origin main"}`, nil, []string{"allow command git push origin main (exactly)"}, false},
+		{"run_command", `{"command":"go build ./... && go test ./... && go build ./..."}`, nil,
+			[]string{"allow command go build ./... (exactly)", "allow command go test ./... (exactly)"}, false},
+		{"run_command", `{"command":"npm test > out"}`, nil, nil, true},
+		{"run_command", `{"command":"echo 'a b'"}`, nil, []string{"allow command echo 'a b' (exactly)"}, false},
+		{"write_file", `{"path":"docs/a[1].md","content":"x"}`, nil, []string{`allow write_file path docs/a\[1\].md`}, false},
+		{"write_file", `{"path":"../x","content":"x"}`, nil, nil, true},
+		{"apply_patch", `{"patch":"..."}`, []string{"a.go", "b/c.go"}, []string{"allow apply_patch path a.go", "allow apply_patch path b/c.go"}, false},
+		{"http_request", `{"url":"https://API.example.com/x?y"}`, nil, []string{"allow http_request host api.example.com"}, false},
+		{"mcp__gh__issue", `{}`, nil, []string{"allow tool mcp__gh__issue"}, false},
+	} {
+		specs, err := Narrowest(tt.tool, []byte(tt.args), tt.paths)
+		if (err != nil) != tt.err {
+			t.Fatalf("%s %s: err %v", tt.tool, tt.args, err)
+		}
+		var got []string
+		for _, s := range specs {
+			r, err := Compile(s)
+			if err != nil {
+				t.Fatalf("%s: the narrowest rule does not compile: %v", tt.args, err)
+			}
+			got = append(got, r.String())
+		}
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("%s %s: got %q, want %q", tt.tool, tt.args, got, tt.want)
+		}
+	}
+	// The narrowest rule allows the call and nothing longer.
+	specs, _ := Narrowest("run_command", []byte(`{"command":"git push origin main"}`), nil)
+	set := mustSet(t, specs...)
+	for line, want := range map[string]Decision{"git push origin main": Allow, "git push origin main --force": None, "git push origin": None} {
+		if got := set.Decide(Call{Tool: CommandTool, Command: line}).Decision; got != want {
+			t.Errorf("%q: got %s, want %s", line, got, want)
+		}
+	}
+	specs, _ = Narrowest("write_file", []byte(`{"path":"docs/a*.md"}`), nil)
+	set = mustSet(t, specs...)
+	if set.Decide(Call{Tool: "write_file", Paths: []string{"docs/a*.md"}}).Decision != Allow ||
+		set.Decide(Call{Tool: "write_file", Paths: []string{"docs/ab.md"}}).Decision != None {
+		t.Error("a path rule from a literal path with * matches other paths")
+	}
+}
