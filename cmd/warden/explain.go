@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,15 +22,20 @@ type explainOutput struct {
 	Decision string `json:"decision"`
 	// DecidedBy is the rule that made the decision (a blocklist rule, a
 	// tool policy, the confirmation mode, allowed-only, ...).
-	DecidedBy  string                `json:"decided_by"`
-	Why        string                `json:"why"`
-	Class      shellpolicy.Class     `json:"class"`
-	Blocked    bool                  `json:"blocked"`
-	Rule       string                `json:"rule,omitempty"`
-	Reason     string                `json:"reason,omitempty"`
-	Pos        *shellpolicy.Position `json:"pos,omitempty"`
-	ParseError string                `json:"parse_error,omitempty"`
-	Commands   []shellpolicy.Simple  `json:"commands"`
+	DecidedBy string `json:"decided_by"`
+	Why       string `json:"why"`
+	// Stage is where the engine decided; AutoApprove and Grant name the
+	// rule (file:line) or grant that approves a supervised call.
+	Stage       string                `json:"stage"`
+	AutoApprove string                `json:"auto_approve,omitempty"`
+	Grant       *engine.GrantRef      `json:"grant,omitempty"`
+	Class       shellpolicy.Class     `json:"class"`
+	Blocked     bool                  `json:"blocked"`
+	Rule        string                `json:"rule,omitempty"`
+	Reason      string                `json:"reason,omitempty"`
+	Pos         *shellpolicy.Position `json:"pos,omitempty"`
+	ParseError  string                `json:"parse_error,omitempty"`
+	Commands    []shellpolicy.Simple  `json:"commands"`
 	// Ceiling names the managed policy line behind the deciding rule.
 	Ceiling string `json:"ceiling,omitempty"`
 }
@@ -37,7 +43,7 @@ type explainOutput struct {
 func newExplainCmd(g *globalFlags) *cobra.Command {
 	var (
 		tool, toolArgs string
-		agent          string
+		agent, session string
 	)
 	c := &cobra.Command{
 		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON",
@@ -46,7 +52,10 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			"the class of each, the blocklist rule that fired (with the position of the\n" +
 			"offending word) and the decision allow|ask|deny for the configuration and\n" +
 			"mode. With --tool it says the same of any tool call. It runs nothing and\n" +
-			"asks nobody: it takes the engine's own path up to the policy decision.\n" +
+			"asks nobody: it takes the engine's own decision stage, the one every call\n" +
+			"takes (lookup, schema, hard guards, policy, auto-approve rules, grants), and\n" +
+			"names the auto-approve rule (file:line) or the grant (--session) that would\n" +
+			"let a supervised call run without asking.\n" +
 			"Exit status 0 whenever it printed a verdict.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (tool == "") == (len(args) == 0) {
@@ -64,7 +73,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			for _, w := range ld.Warnings {
 				log.Warn(w)
 			}
-			a, err := app.New(cmd.Context(), app.Options{Flags: g.app(false, false), Config: ld.Config, Agent: agent, Logger: log})
+			a, err := app.New(cmd.Context(), app.Options{Flags: g.app(false, false), Config: ld.Config, Agent: agent, Session: session, Logger: log})
 			if err != nil {
 				return configErrors(cmd.ErrOrStderr(), err)
 			}
@@ -80,10 +89,11 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 					}{x, ceiling})
 				}
 				fmt.Fprintf(w, "tool:     %s\ndecision: %s (mode %s)\nstage:    %s\nrule:     %s\nwhy:      %s\n",
-					x.Tool, x.Decision, a.Config().Security.ConfirmMode, x.Stage, x.Rule, x.Reason)
+					x.Tool, x.Decision, x.Mode, x.Stage, x.Rule, x.Reason)
 				if ceiling != "" {
 					fmt.Fprintf(w, "ceiling:  %s\n", ceiling)
 				}
+				printApprovedBy(w, x.AutoApprove, x.Grant)
 				if x.Risk != "" {
 					fmt.Fprintf(w, "risk:\n%s\n", x.Risk)
 				}
@@ -99,7 +109,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			x := a.Engine().Explain("run_command", cmdArgs)
 			out := explainOutput{
 				Command: line, Mode: a.Config().Security.ConfirmMode, Decision: x.Decision,
-				DecidedBy: x.Rule, Why: x.Reason,
+				DecidedBy: x.Rule, Why: x.Reason, Stage: x.Stage, AutoApprove: x.AutoApprove, Grant: x.Grant,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
 				ParseError: v.ParseError, Commands: v.Commands, Ceiling: ceilingOf(ld, x.Stage, x.Rule),
 			}
@@ -116,7 +126,19 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	c.Flags().StringVar(&tool, "tool", "", "explain a call of this tool instead of a command")
 	c.Flags().StringVar(&toolArgs, "args", "{}", "the tool call's arguments as a JSON object (with --tool)")
 	c.Flags().StringVar(&agent, "agent", "", "the agent whose tool set and mode apply")
+	c.Flags().StringVar(&session, "session", "", "the session whose grants apply (a grant covers one call in one session)")
 	return c
+}
+
+// printApprovedBy names the auto-approve rule or the grant that lets a
+// supervised call run without asking.
+func printApprovedBy(w io.Writer, rule string, g *engine.GrantRef) {
+	if rule != "" {
+		fmt.Fprintf(w, "auto-approve: %s\n", rule)
+	}
+	if g != nil {
+		fmt.Fprintf(w, "grant:    %s by %s until %s (%d uses)\n", g.ID, g.CreatedBy, g.ExpiresAt.Local().Format(time.DateTime), g.Uses)
+	}
 }
 
 func printExplain(w io.Writer, o *explainOutput) {
@@ -125,6 +147,7 @@ func printExplain(w io.Writer, o *explainOutput) {
 	if o.Ceiling != "" {
 		fmt.Fprintf(w, "ceiling:  %s\n", o.Ceiling)
 	}
+	printApprovedBy(w, o.AutoApprove, o.Grant)
 	fmt.Fprintf(w, "class:    %s\n", o.Class)
 	if o.Blocked {
 		fmt.Fprintf(w, "blocked:  rule %s at %s: %s\n", o.Rule, o.Pos, o.Reason)

@@ -46,6 +46,8 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newExecCmd,
 	newToolCmd,
 	newExplainCmd,
+	newHookCmd,
+	newSetupCmd,
 	newApprovalsCmd,
 	newStoreCmd,
 	newAuditCmd,

@@ -63,6 +63,11 @@ type Options struct {
 	Approver ApproverFunc
 	// Registry builds the tools; nil means tools.Builtin.
 	Registry RegistryFunc
+	// LeaveStoreOpen leaves the store open at Close, for a process that
+	// ends right after (a one-shot call, a hook): closing SQLite's last
+	// connection checkpoints and deletes the WAL, for the next process to
+	// create again. What was committed is in the WAL either way.
+	LeaveStoreOpen bool
 }
 
 // UsageError is a mistake in what the caller asked for (an unknown agent,
@@ -147,7 +152,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if a.store, err = OpenStore(o.DB, cfg.Store); err != nil {
 		return nil, err
 	}
-	a.closers.add(a.store.Close)
+	if !o.LeaveStoreOpen {
+		a.closers.add(a.store.Close)
+	}
 	sinks := append(append(audit.Multi{}, mirror...), a.store)
 	a.audit = sinks
 

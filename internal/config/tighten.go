@@ -43,8 +43,8 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	},
 	"security.approval.auto_approve": func(c *wsCheck, lf leaf) string {
 		for _, r := range c.ws.Security.Approval.AutoApprove {
-			r.Line = 0
-			if !slices.ContainsFunc(c.base.Security.Approval.AutoApprove, func(b AutoApprove) bool { b.Line = 0; return b == r }) {
+			r.File, r.Line = "", 0
+			if !slices.ContainsFunc(c.base.Security.Approval.AutoApprove, func(b AutoApprove) bool { b.File, b.Line = "", 0; return b == r }) {
 				return fmt.Sprintf("adds an auto-approve rule for %s; %s", r.Tool, c.only())
 			}
 		}

@@ -46,8 +46,13 @@ func (e *Engine) ruleInput(t *tools.Tool, args json.RawMessage, facts tools.Fact
 // allowed without a rule: judged alone (with the configured options), not
 // blocked, and allowed by the policy for its class.
 func (e *Engine) coveredByMode(argv []string) bool {
+	e.judgeOnce.Do(func() {
+		if o, err := tools.JudgeOptions(e.opts.Env.Config); err == nil {
+			e.judgeOpts = o
+		}
+	})
 	if e.judgeOpts == nil {
-		return false
+		return false // run_command refuses every call with this error
 	}
 	v := shellpolicy.Judge(rules.JoinArgv(argv), e.judgeOpts)
 	if v.Blocked {
@@ -62,28 +67,29 @@ func (e *Engine) coveredByMode(argv []string) bool {
 // supervised call unasked. A policy deny (an explicit tool policy) stays:
 // an allow rule never lifts it. The hard guards ran before; no rule
 // reaches them.
-func (e *Engine) applyRules(t *tools.Tool, args json.RawMessage, facts tools.Facts, d policy.Decision) policy.Decision {
+// It reports whether a rule changed the decision.
+func (e *Engine) applyRules(t *tools.Tool, args json.RawMessage, facts tools.Facts, d policy.Decision) (policy.Decision, bool) {
 	if e.rules.Len() == 0 {
-		return d
+		return d, false
 	}
 	res := e.rules.Decide(e.ruleInput(t, args, facts))
 	if res.Rule == nil {
-		return d
+		return d, false
 	}
 	rule := "rules:" + ruleName(res.Rule)
 	switch res.Decision {
 	case rules.Deny:
-		return policy.Decision{Action: policy.Deny, Rule: rule, Reason: res.Why}
+		return policy.Decision{Action: policy.Deny, Rule: rule, Reason: res.Why}, true
 	case rules.Ask:
 		if d.Action == policy.Allow {
-			return policy.Decision{Action: policy.Supervised, Rule: rule, Reason: res.Why}
+			return policy.Decision{Action: policy.Supervised, Rule: rule, Reason: res.Why}, true
 		}
 	case rules.Allow:
 		if d.Action == policy.Supervised {
-			return policy.Decision{Action: policy.Allow, Rule: rule, Reason: res.Why}
+			return policy.Decision{Action: policy.Allow, Rule: rule, Reason: res.Why}, true
 		}
 	}
-	return d
+	return d, false
 }
 
 // ruleName names a rule in audit records and refusals: its id, else where

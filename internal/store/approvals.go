@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/internal/audit"
@@ -99,10 +100,20 @@ func (s *DB) Get(ctx context.Context, id string) (*Approval, error) {
 // List implements Store.
 func (s *DB) List(ctx context.Context, f Filter) ([]*Approval, error) {
 	q := "SELECT " + approvalCols + " FROM approvals"
-	var args []any
+	var (
+		args  []any
+		where []string
+	)
 	if f.State != "" {
-		q += " WHERE state = ?"
+		where = append(where, "state = ?")
 		args = append(args, string(f.State))
+	}
+	if f.ArgsHash != "" {
+		where = append(where, "args_hash = ?")
+		args = append(args, f.ArgsHash)
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY created_at DESC, seq DESC"
 	if f.Limit > 0 {
@@ -301,6 +312,25 @@ func (s *DB) MarkExecuted(ctx context.Context, id, result string, rec *audit.Rec
 	return out, err
 }
 
+// SetOwner implements Store. The lease moves with the owner: a request
+// handed to Unowned has none (nothing can expire for it), and the caller
+// that takes it back names its own.
+func (s *DB) SetOwner(ctx context.Context, id string, from, to Owner) (bool, error) {
+	var ok bool
+	err := s.inTx(ctx, "hand over approval request "+id, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := s.exec(ctx, tx, `UPDATE approvals SET owner_host = ?, owner_pid = ?, owner_start = ?, owner_lease = ?, seq = `+nextSeq+`
+			WHERE request_id = ? AND owner_host = ? AND owner_pid = ? AND owner_start = ? AND owner_lease = ?`,
+			to.Host, to.PID, to.Start, to.Lease, id, from.Host, from.PID, from.Start, from.Lease)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		ok = n == 1
+		return nil
+	})
+	return ok, err
+}
+
 // SweepOrphans implements Store. A request is orphaned when its caller's
 // lease ran out, or when alive (if not nil) says its caller's process is
 // gone: a process on this host that exited is seen at once, without
@@ -319,7 +349,7 @@ func (s *DB) SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Appro
 			return nil, err
 		}
 		for _, o := range owners {
-			if alive(o) {
+			if o == Unowned || alive(o) {
 				continue
 			}
 			list, err := s.queryApprovals(ctx, "SELECT "+approvalCols+" FROM approvals WHERE "+open+

@@ -89,7 +89,10 @@ type Transition struct {
 // Filter selects approval requests for List.
 type Filter struct {
 	State State // "" for every state
-	Limit int   // 0 for no limit
+	// ArgsHash selects the requests for one exact call (its binding
+	// hash); "" for every call.
+	ArgsHash string
+	Limit    int // 0 for no limit
 }
 
 // AuditRow is one row of the audit chain.
@@ -134,9 +137,15 @@ type Store interface {
 	Claim(ctx context.Context, id string) (*Approval, error)
 	// MarkExecuted moves a claimed APPROVED request to EXECUTED, once.
 	MarkExecuted(ctx context.Context, id, result string, rec *audit.Record) (*Approval, error)
+	// SetOwner hands request id from owner from to owner to, if from still
+	// owns it, whatever its state; ok reports whether it did. A caller that
+	// stops waiting gives its request to Unowned, and one that takes up such
+	// a request takes it back (approval.Request.MaxWait).
+	SetOwner(ctx context.Context, id string, from, to Owner) (ok bool, err error)
 	// SweepOrphans cancels requests whose owner is gone (alive reports
-	// false): PENDING ones, and APPROVED ones never claimed. Each gets an
-	// audit row. It returns the requests it cancelled.
+	// false): PENDING ones, and APPROVED ones never claimed. Requests owned
+	// by Unowned are never swept. Each gets an audit row. It returns the
+	// requests it cancelled.
 	SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Approval, error)
 
 	// AppendAudit appends rec to the audit chain.

@@ -389,3 +389,41 @@ func TestDefaultPath(t *testing.T) {
 		t.Errorf("WARDEN_DB: %s", p)
 	}
 }
+
+func TestSetOwner(t *testing.T) { eachBackend(t, setOwner) }
+
+// setOwner hands a request to no process and back, as a caller that stops
+// waiting and a later identical call do: only the current owner can hand
+// it over, and a request owned by no process is never swept as an orphan.
+func setOwner(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := b.open(t, nil)
+	a := pending(t, s, time.Minute)
+	other := Owner{Host: "elsewhere", PID: 7, Start: 9}
+	if ok, err := s.SetOwner(ctx, a.ID, other, Unowned); err != nil || ok {
+		t.Fatalf("a process that does not own the request handed it over: ok=%v err=%v", ok, err)
+	}
+	if ok, err := s.SetOwner(ctx, a.ID, a.Owner, Unowned); err != nil || !ok {
+		t.Fatalf("hand to no process: ok=%v err=%v", ok, err)
+	}
+	if ok, _ := s.SetOwner(ctx, a.ID, a.Owner, Unowned); ok {
+		t.Fatal("the former owner handed the request over a second time")
+	}
+	swept, err := s.SweepOrphans(ctx, func(Owner) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(swept) != 0 {
+		t.Fatalf("a request owned by no process was swept: %v", ids(swept))
+	}
+	got, _ := s.Get(ctx, a.ID)
+	if got.State != Pending || got.Owner != Unowned {
+		t.Fatalf("after the sweep: %s owned by %+v, want PENDING and unowned", got.State, got.Owner)
+	}
+	if ok, err := s.SetOwner(ctx, a.ID, Unowned, other); err != nil || !ok {
+		t.Fatalf("take it back: ok=%v err=%v", ok, err)
+	}
+	if got, _ = s.Get(ctx, a.ID); got.Owner != other {
+		t.Fatalf("owner %+v, want %+v", got.Owner, other)
+	}
+}
