@@ -76,6 +76,9 @@ type Options struct {
 	// GrantMax caps the duration of a grant (ApproveWithGrant); default
 	// DefaultGrantMax. See GrantMax for the configured value.
 	GrantMax time.Duration
+	// Rules writes the lasting rules of "always" (ApproveAlways, the
+	// prompt's [a]lways); nil: "always" is refused.
+	Rules RuleWriter
 }
 
 // Broker is the Approver on a shared Store.
@@ -481,7 +484,7 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval, changed, lost <-ch
 					t.Reason = "denied at the terminal"
 				}
 			}
-			_, err := b.o.Store.Decide(bg, a.ID, t, b.decisionRecord(a, t))
+			err := b.decideAtTerminal(bg, a, t, r.ans)
 			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExpired) {
 				return Outcome{ID: a.ID, State: store.Denied}, err
 			}

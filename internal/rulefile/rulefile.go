@@ -271,3 +271,21 @@ func lock(path string) (func(), error) {
 	}
 	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
 }
+
+// User writes rules into the user config (approval.RuleWriter).
+type User struct {
+	// Path is the user config file; "" is config.UserFile's.
+	Path string
+}
+
+// AddRules implements approval.RuleWriter.
+func (u User) AddRules(rs []config.Rule) (string, error) {
+	p := u.Path
+	if p == "" {
+		var err error
+		if p, err = config.UserFile(nil); err != nil {
+			return "", err
+		}
+	}
+	return p, Add(p, rs)
+}
