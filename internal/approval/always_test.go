@@ -155,7 +155,10 @@ func TestPromptAlwaysAndSession(t *testing.T) {
 		t.Fatalf("audit %q", ev)
 	}
 
-	b2, s2, _ := alwaysBroker(t, func(o *Options) { o.Prompt = &fakePrompt{ans: Answer{Approve: true, Grant: maxGrantAsked}}; o.Remote = false })
+	b2, s2, _ := alwaysBroker(t, func(o *Options) {
+		o.Prompt = &fakePrompt{ans: Answer{Approve: true, Grant: maxGrantAsked}}
+		o.Remote = false
+	})
 	if r := <-ask(b2, t.Context(), goTestReq); !r.out.Approved {
 		t.Fatalf("%+v %v", r.out, r.err)
 	}
