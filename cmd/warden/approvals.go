@@ -15,6 +15,7 @@ import (
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/rulefile"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -154,7 +155,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 		return nil, "", nil, err
 	}
 	b, err = approval.New(c.Context(), approval.Options{Store: st, Supervisors: sups, Logger: log,
-		GrantMax: approval.GrantMax(&cfg.Security.Approval)})
+		GrantMax: approval.GrantMax(&cfg.Security.Approval), Rules: rulefile.User{}})
 	if err != nil {
 		st.Close()
 		return nil, "", nil, err
@@ -241,6 +242,7 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 	var as, reason string
 	var grant time.Duration
+	var always bool
 	verb := map[bool]string{true: "approve", false: "deny"}[approve]
 	c := &cobra.Command{
 		Use:   verb + " ID",
@@ -253,6 +255,9 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			if approve && c.Flags().Changed("grant") && grant <= 0 {
 				return usageErr("--grant needs a positive duration, e.g. --grant 15m")
 			}
+			if always && grant > 0 {
+				return usageErr("--always and --grant exclude each other: a lasting rule, or a grant for the session")
+			}
 			b, sup, closeFn, err := supervisorBroker(c, g, *db, as)
 			if err != nil {
 				return err
@@ -260,7 +265,13 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			defer closeFn()
 			var a *store.Approval
 			var gr *store.Grant
-			if grant > 0 {
+			var written []config.Rule
+			if always {
+				a, written, err = b.ApproveAlways(c.Context(), args[0], sup, reason, nil)
+				if a != nil && err != nil {
+					fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
+				}
+			} else if grant > 0 {
 				a, gr, err = b.ApproveWithGrant(c.Context(), args[0], sup, reason, grant)
 			} else {
 				a, err = b.Decide(c.Context(), args[0], sup, approve, reason)
@@ -272,9 +283,16 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 				if gr != nil {
 					return writeJSON(c.OutOrStdout(), map[string]any{"approval": a, "grant": gr})
 				}
+				if written != nil {
+					return writeJSON(c.OutOrStdout(), map[string]any{"approval": a, "rules": written})
+				}
 				return writeJSON(c.OutOrStdout(), a)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
+			for _, r := range written {
+				fmt.Fprintf(c.OutOrStdout(), "rule %s: %s (remove: warden rules remove %s)\n", r.ID,
+					approval.Printable(approval.DescribeRules([]config.Rule{r}), 400), r.ID)
+			}
 			if gr != nil {
 				fmt.Fprintf(c.OutOrStdout(), "grant %s: the same %s call in session %s runs without asking until %s (revoke: warden approvals revoke %s)\n",
 					gr.ID, approval.Printable(gr.Tool, 40), approval.Printable(gr.Session, 40), gr.ExpiresAt.Local().Format(time.DateTime), gr.ID)
@@ -286,6 +304,7 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 	c.Flags().StringVar(&reason, "reason", "", map[bool]string{true: "why (optional)", false: "why (required; the agent reads it)"}[approve])
 	if approve {
 		c.Flags().DurationVar(&grant, "grant", 0, "also allow the exact same call in the same session without asking for this long (e.g. 15m; capped at grant_max_minutes)")
+		c.Flags().BoolVar(&always, "always", false, "also allow this call from now on in its workspace: the narrowest rule that covers it is written into your user config (see warden rules)")
 	}
 	return c
 }

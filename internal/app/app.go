@@ -212,6 +212,18 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Hooks:     hooks,
 		Log:       a.log,
 	}
+	if uf, err := config.UserFile(nil); err == nil {
+		// "always" writes rules into the user config while this process
+		// runs; they hold from the next call on.
+		a.engineOpts.RulesFile = uf
+		a.engineOpts.ReloadRules = func() ([]config.Rule, error) {
+			c, err := LoadConfig(o.Flags, slog.New(slog.DiscardHandler))
+			if err != nil {
+				return nil, err
+			}
+			return c.Rules, nil
+		}
+	}
 	if a.engine, err = engine.New(a.engineOpts); err != nil {
 		return nil, err
 	}

@@ -48,6 +48,13 @@ type Options struct {
 	// the request stays pending (approval.Request.MaxWait). Zero waits for
 	// the decision or the approval timeout.
 	ApprovalWait time.Duration
+	// RulesFile is the user config file a person's "always" (or `warden
+	// rules remove`) changes while the engine runs; when it changes,
+	// ReloadRules gives the rules in force again (the whole configuration
+	// loaded as at the start: managed ceiling and workspace file
+	// included). Either empty: the rules are read once.
+	RulesFile   string
+	ReloadRules func() ([]config.Rule, error)
 }
 
 // HookRunner runs the post-edit hooks for the files an edit changed and
@@ -66,8 +73,11 @@ type Engine struct {
 	schemas   map[string]*jsonschema.Resolved
 	now       func() time.Time
 	workRoot  string
-	// rules are the [[rules]] in force in this workspace.
-	rules *rules.Set
+	// rules are the [[rules]] in force in this workspace; rulesMu guards
+	// them and rulesStamp, what RulesFile looked like when they were read.
+	rulesMu    sync.Mutex
+	rules      *rules.Set
+	rulesStamp fileStamp
 	// judgeOpts judge one command of a plain line alone, to see whether the
 	// mode allows it without a rule; made on first use.
 	judgeOnce sync.Once
@@ -90,8 +100,11 @@ func New(opts Options) (*Engine, error) {
 	if opts.Env.Root != nil {
 		e.workRoot = opts.Env.Root.Dir()
 	}
-	if e.rules, err = compileRules(opts.Env.Config, e.workRoot); err != nil {
+	if e.rules, err = compileRules(opts.Env.Config.Rules, e.workRoot); err != nil {
 		return nil, err
+	}
+	if opts.RulesFile != "" {
+		e.rulesStamp = stampOf(opts.RulesFile)
 	}
 	for _, t := range opts.Registry.List() {
 		if t.Schema == nil {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
+	"syscall"
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/policy"
@@ -69,10 +71,11 @@ func (e *Engine) coveredByMode(argv []string) bool {
 // reaches them.
 // It reports whether a rule changed the decision.
 func (e *Engine) applyRules(t *tools.Tool, args json.RawMessage, facts tools.Facts, d policy.Decision) (policy.Decision, bool) {
-	if e.rules.Len() == 0 {
+	set := e.currentRules()
+	if set.Len() == 0 {
 		return d, false
 	}
-	res := e.rules.Decide(e.ruleInput(t, args, facts))
+	res := set.Decide(e.ruleInput(t, args, facts))
 	if res.Rule == nil {
 		return d, false
 	}
@@ -105,10 +108,60 @@ func ruleName(r *rules.Rule) string {
 }
 
 // compileRules compiles the rules that hold in the engine's workspace.
-func compileRules(cfg *config.Config, dir string) (*rules.Set, error) {
-	s, err := config.RuleSet(cfg, dir)
+func compileRules(rs []config.Rule, dir string) (*rules.Set, error) {
+	s, err := config.RuleSet(&config.Config{Rules: rs}, dir)
 	if err != nil {
 		return nil, fmt.Errorf("engine: rules: %w", err)
 	}
 	return s, nil
+}
+
+// fileStamp is what a file looked like: a change of any field means it
+// was written (rulefile replaces it by rename, so the inode changes).
+type fileStamp struct {
+	ino   uint64
+	size  int64
+	mtime int64
+	ok    bool
+}
+
+func stampOf(path string) fileStamp {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	s := fileStamp{size: st.Size(), mtime: st.ModTime().UnixNano(), ok: true}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		s.ino = sys.Ino
+	}
+	return s
+}
+
+// currentRules returns the rules in force, reading RulesFile's again when
+// it changed since: a rule a person wrote by answering "always" (here or
+// in another process) holds from the next call on, and one removed with
+// `warden rules remove` stops holding. A RulesFile that no longer loads
+// keeps the rules read last, and says so.
+func (e *Engine) currentRules() *rules.Set {
+	e.rulesMu.Lock()
+	defer e.rulesMu.Unlock()
+	path := e.opts.RulesFile
+	if path == "" || e.opts.ReloadRules == nil {
+		return e.rules
+	}
+	now := stampOf(path)
+	if now == e.rulesStamp {
+		return e.rules
+	}
+	e.rulesStamp = now
+	rs, err := e.opts.ReloadRules()
+	if err == nil {
+		var set *rules.Set
+		if set, err = compileRules(rs, e.workRoot); err == nil {
+			e.rules = set
+			return e.rules
+		}
+	}
+	e.opts.Log.Warn("the configuration does not load any more; keeping the rules read before", "file", path, "err", err)
+	return e.rules
 }
