@@ -13,10 +13,10 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # where goroutines share state (brokers and their channels, the store, the
 # HTTP server and its streams, the engine, MCP sessions, the agent loop, the
 # audit sinks, the composition that wires them, the sandbox's workers, streams
-# and control socket, the command runner).
+# and control socket, the command runner, the checkpoint scanner).
 RACE_PKGS ?= ./internal/approval/... ./internal/store/... ./internal/server/... ./internal/engine/... \
 	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/... \
-	./internal/sandbox/... ./internal/command/...
+	./internal/sandbox/... ./internal/command/... ./internal/checkpoint/...
 
 # The whole test suite, as CI runs it (CI also sets WARDEN_REQUIRE_SANDBOX=1,
 # so a test that needs the jail fails instead of skipping): the checks, the

@@ -51,6 +51,8 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newApprovalsCmd,
 	newRulesCmd,
 	newStoreCmd,
+	newUndoCmd,
+	newCheckpointsCmd,
 	newAuditCmd,
 	newConfigCmd,
 	newSandboxCmd,

@@ -78,7 +78,7 @@ from Telegram (long polling: no public URL needed).`,
 			return err
 		}
 		defer closeChannels()
-		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log,
+		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log, Checkpoints: app.CheckpointSource{Log: log},
 			Origins: server.OriginPolicy{Hosts: allowedHosts, Origins: allowedOrigins}})
 		if err != nil {
 			return err

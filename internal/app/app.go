@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/checkpoint"
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
@@ -68,6 +69,8 @@ type Options struct {
 	// connection checkpoints and deletes the WAL, for the next process to
 	// create again. What was committed is in the WAL either way.
 	LeaveStoreOpen bool
+	// StateDir holds the checkpoint stores; "" means config.StateDir().
+	StateDir string
 }
 
 // UsageError is a mistake in what the caller asked for (an unknown agent,
@@ -94,7 +97,10 @@ type App struct {
 	// jailOpts; nil otherwise.
 	jail     *sandbox.Manager
 	jailOpts *sandbox.Options
-	closers  closers
+	// checkpoints is the workspace's checkpoint store; nil when it has
+	// none (checkpoints.go).
+	checkpoints *checkpoint.Store
+	closers     closers
 }
 
 // New loads the configuration (unless o.Config is set), opens the
@@ -224,6 +230,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 			return c.Rules, nil
 		}
 	}
+	var cps engineCheckpointer
+	if a.checkpoints, cps = openCheckpoints(cfg, a.root, o.StateDir, a.log, a.closers.add); cps != nil {
+		a.engineOpts.Checkpoints = cps
+	}
 	if a.engine, err = engine.New(a.engineOpts); err != nil {
 		return nil, err
 	}
@@ -264,6 +274,10 @@ func (a *App) Log() *slog.Logger { return a.log }
 
 // Sandboxed reports whether the workspace's effects go through a jail.
 func (a *App) Sandboxed() bool { return a.jail != nil }
+
+// Checkpoints is the workspace's checkpoint store, or nil when it has none
+// (turned off, the ssh backend, or a store that could not be opened).
+func (a *App) Checkpoints() *checkpoint.Store { return a.checkpoints }
 
 // WorkspaceDir is the workspace: --workspace, else workspace.root, else
 // the current directory.

@@ -30,6 +30,11 @@ type Record struct {
 	Error     string   `json:"error,omitempty"`
 	// Result is a short, sanitised excerpt of what the call returned.
 	Result string `json:"execution_result,omitempty"`
+	// Checkpoint is the id of the checkpoint taken before the call ran
+	// (warden undo --to ID takes the call back); CheckpointNote says what
+	// it did not record.
+	Checkpoint     string `json:"checkpoint,omitempty"`
+	CheckpointNote string `json:"checkpoint_note,omitempty"`
 }
 
 // Decision is the outcome a Record reports. The values are a contract:
@@ -43,7 +48,8 @@ type Decision string
 // auto-approved, granted, denied, timed_out or cancelled; "auth_failure"
 // rows carry deny. Rows of other events (approval_request,
 // approval_collapsed, approval_executed, grant_created, grant_used,
-// grant_revoked, grant_expired, llm_call, stop) carry none.
+// grant_revoked, grant_expired, llm_call, stop, undo, undo_resume,
+// undo_rollback) carry none.
 const (
 	// DecisionAllow: the policy let the call run without asking.
 	DecisionAllow Decision = "allow"

@@ -16,6 +16,8 @@ type Config struct {
 	Rules     []Rule    `toml:"rules" yaml:"rules" json:"rules,omitempty"`
 	Store     Store     `toml:"store" yaml:"store" json:"store"`
 	Telemetry Telemetry `toml:"telemetry" yaml:"telemetry" json:"telemetry"`
+	// Checkpoints is [checkpoints] (checkpoints.go).
+	Checkpoints Checkpoints `toml:"checkpoints" yaml:"checkpoints" json:"checkpoints"`
 
 	// DryRun is set by --dry-run only: nothing is executed.
 	DryRun bool `toml:"-" yaml:"-" json:"dry_run,omitempty"`
@@ -287,9 +289,10 @@ func Default() *Config {
 			Approval:    Approval{TimeoutSecs: 300, OnTimeout: PolicyDeny, MCPWaitSecs: 50},
 			HTTP:        HTTP{TimeoutSecs: 30, MaxBodyBytes: 1 << 20},
 		},
-		Hooks:     Hooks{Approval: HookApprovalWarden, WaitSecs: 50},
-		LLM:       LLM{Timeout: 120, Retries: 2},
-		Store:     Store{LeaseSecs: 15},
-		Telemetry: Telemetry{ServiceName: "warden"},
+		Hooks:       Hooks{Approval: HookApprovalWarden, WaitSecs: 50},
+		LLM:         LLM{Timeout: 120, Retries: 2},
+		Store:       Store{LeaseSecs: 15},
+		Telemetry:   Telemetry{ServiceName: "warden"},
+		Checkpoints: defaultCheckpoints(),
 	}
 }

@@ -69,6 +69,7 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	l.validateAgents()
 	l.validateStore()
 	l.validateTelemetry()
+	l.validateCheckpoints()
 }
 
 func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }

@@ -55,6 +55,9 @@ type Options struct {
 	// included). Either empty: the rules are read once.
 	RulesFile   string
 	ReloadRules func() ([]config.Rule, error)
+	// Checkpoints records the workspace before each call that may change
+	// it (checkpoint.go); nil records nothing.
+	Checkpoints Checkpointer
 }
 
 // HookRunner runs the post-edit hooks for the files an edit changed and
@@ -145,6 +148,7 @@ func (e *Engine) Tools() []*tools.Tool {
 type call struct {
 	rec   audit.Record
 	start time.Time
+	facts tools.Facts
 }
 
 // Call runs one tool call through the whole pipeline. It never panics and
@@ -174,6 +178,7 @@ func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMes
 	if d.Decision == Deny {
 		return e.refuse(c, d.Rule, d.Message)
 	}
+	c.facts = d.facts
 	c.rec.Rule = d.PolicyRule
 	if !d.supervised || e.opts.DryRun { // dry run: nothing will run, so nobody needs to be asked
 		c.rec.Decision = audit.DecisionAllow
@@ -304,10 +309,15 @@ func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.
 		c.rec.Decision = audit.DecisionDryRun
 		return tools.Result{Success: true, Output: fmt.Sprintf("[DRY-RUN] %s would run with %s", t.Name, audit.Truncate(string(args), audit.DefaultMaxLen))}
 	}
+	undo, refused := e.checkpoint(ctx, c, t, args)
+	if refused != nil {
+		return *refused
+	}
 	out, err := t.Run(ctx, e.opts.Env, args)
 	if err != nil {
-		return tools.Result{Output: out, Error: err.Error()}
+		return tools.Result{Output: out + undo, Error: err.Error()}
 	}
+	out += undo
 	if e.opts.Hooks != nil && t.Edits != nil {
 		if files := t.Edits(args); len(files) > 0 {
 			if h := e.opts.Hooks.AfterEdit(ctx, files); h != "" {

@@ -43,6 +43,9 @@ type Options struct {
 	// besides itself; the zero value is this server alone (see
 	// OriginPolicy).
 	Origins OriginPolicy
+	// Checkpoints, when set, gives the page its checkpoints view and its
+	// Undo button (web_checkpoints.go).
+	Checkpoints CheckpointSource
 }
 
 type credential struct {
@@ -58,6 +61,7 @@ type Server struct {
 	hub   *hub
 	mux   *http.ServeMux
 	guard *originGuard
+	cps   CheckpointSource
 }
 
 // SupervisorTokens reads each configured supervisor's token: from its
@@ -100,7 +104,7 @@ func New(o Options) (*Server, error) {
 	if len(o.Tokens) == 0 {
 		return nil, errors.New("no supervisor has an API token: set token_env in [[security.approval.supervisors]] and export that variable")
 	}
-	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux()}
+	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux(), cps: o.Checkpoints}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
