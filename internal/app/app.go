@@ -169,6 +169,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	env := &tools.Env{Root: a.root, Config: cfg, Session: o.Session, Agent: o.Agent}
 	env.FS, env.Runner = workspace.FS(a.root), command.Runner(&command.Local{Root: a.root.Dir()})
+	var jail engine.JailCheck // the auto mode's jail check; none without a jail
 	if sandbox.Enabled(cfg.Sandbox) {
 		// Every effect goes through the jailed worker, started on first use;
 		// it never falls back to the host.
@@ -177,6 +178,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		opts := JailOptions(cfg, a.root.Dir(), a.log)
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 		a.jail, a.jailOpts = m, opts
+		jail = newJailCheck(m, opts)
 	}
 
 	newApprover := o.Approver
@@ -217,6 +219,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		DryRun:    o.DryRun,
 		Hooks:     hooks,
 		Log:       a.log,
+		Jail:      jail,
 	}
 	if uf, err := config.UserFile(nil); err == nil {
 		// "always" writes rules into the user config while this process

@@ -65,6 +65,9 @@ type Decision struct {
 	AutoApprove string `json:"auto_approve,omitempty"`
 	// Grant is the active grant that approves the call, when one does.
 	Grant *GrantRef `json:"grant,omitempty"`
+	// Auto says what the auto mode found (the jail's health) and did,
+	// when auto is the mode that decided.
+	Auto string `json:"auto,omitempty"`
 	// Message is what a refused call tells the model (Call's error).
 	Message string `json:"-"`
 
@@ -134,6 +137,7 @@ func (e *Engine) decide(ctx context.Context, name string, args json.RawMessage) 
 
 	pd := policy.Decide(cfg, e.agent, policy.Call{Tool: t.Name, Group: t.Group, Sensitive: t.Sensitive, CommandClass: d.Class})
 	d.Stage = StagePolicy
+	pd, d.Auto = e.autoDecide(ctx, t, d.facts, pd)
 	if rd, ok := e.applyRules(t, canonArgs, d.facts, pd); ok {
 		pd, d.Stage = rd, StageRules
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// included). Either empty: the rules are read once.
 	RulesFile   string
 	ReloadRules func() ([]config.Rule, error)
+	// Jail reports the health of the workspace's jail, for the auto mode;
+	// nil: there is no jail, and auto is confirm-sensitive.
+	Jail JailCheck
 	// Checkpoints records the workspace before each call that may change
 	// it (checkpoint.go); nil records nothing.
 	Checkpoints Checkpointer
@@ -81,6 +84,7 @@ type Engine struct {
 	rulesMu    sync.Mutex
 	rules      *rules.Set
 	rulesStamp fileStamp
+	auto       autoState
 	// judgeOpts judge one command of a plain line alone, to see whether the
 	// mode allows it without a rule; made on first use.
 	judgeOnce sync.Once
