@@ -17,6 +17,8 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 RACE_PKGS ?= ./internal/approval/... ./internal/store/... ./internal/server/... ./internal/engine/... \
 	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/... \
 	./internal/sandbox/... ./internal/command/... ./internal/checkpoint/...
+# The egress proxy's connections, questions and audit share state too.
+RACE_PKGS += ./internal/egress/...
 
 # The whole test suite, as CI runs it (CI also sets WARDEN_REQUIRE_SANDBOX=1,
 # so a test that needs the jail fails instead of skipping): the checks, the

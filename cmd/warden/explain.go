@@ -46,9 +46,10 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	var (
 		tool, toolArgs string
 		agent, session string
+		netTarget      string
 	)
 	c := &cobra.Command{
-		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON",
+		Use:   "explain [--json] [--mode M] -- 'CMD' | explain --tool NAME --args JSON | explain --net HOST[:PORT]",
 		Short: "Say what warden would decide about a command or a tool call, and why",
 		Long: "explain parses CMD as bash, judges every simple command in it and prints\n" +
 			"the class of each, the blocklist rule that fired (with the position of the\n" +
@@ -58,8 +59,17 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			"takes (lookup, schema, hard guards, policy, auto-approve rules, grants), and\n" +
 			"names the auto-approve rule (file:line) or the grant (--session) that would\n" +
 			"let a supervised call run without asking.\n" +
+			"With --net it says what a jail's egress policy ([sandbox.egress]) does with\n" +
+			"a connection to HOST:PORT (443 if absent), resolving the name only when\n" +
+			"the policy admits it.\n" +
 			"Exit status 0 whenever it printed a verdict.",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if netTarget != "" {
+				if tool != "" || len(args) > 0 {
+					return usageErr("--net explains a destination alone, without a command or --tool")
+				}
+				return explainNet(cmd, g, netTarget)
+			}
 			if (tool == "") == (len(args) == 0) {
 				return usageErr("explain needs a command (warden explain -- 'CMD') or a tool call (warden explain --tool NAME --args JSON), not both")
 			}
@@ -132,6 +142,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 	c.Flags().StringVar(&toolArgs, "args", "{}", "the tool call's arguments as a JSON object (with --tool)")
 	c.Flags().StringVar(&agent, "agent", "", "the agent whose tool set and mode apply")
 	c.Flags().StringVar(&session, "session", "", "the session whose grants apply (a grant covers one call in one session)")
+	c.Flags().StringVar(&netTarget, "net", "", "explain what the jail's egress policy does with a connection to HOST[:PORT]")
 	return c
 }
 

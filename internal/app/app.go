@@ -170,12 +170,17 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	env := &tools.Env{Root: a.root, Config: cfg, Session: o.Session, Agent: o.Agent}
 	env.FS, env.Runner = workspace.FS(a.root), command.Runner(&command.Local{Root: a.root.Dir()})
 	var jail engine.JailCheck // the auto mode's jail check; none without a jail
+	var je *jailEgress
 	if sandbox.Enabled(cfg.Sandbox) {
 		// Every effect goes through the jailed worker, started on first use;
-		// it never falls back to the host.
+		// it never falls back to the host. The egress audit closes after the
+		// jails (closers run last first): their last connections reach it.
+		je = newJailEgress(sinks, a.log)
+		a.closers.add(func() error { je.audit.Close(); return nil })
 		m := sandbox.NewManager(a.log)
 		a.closers.add(m.Close)
 		opts := JailOptions(cfg, a.root.Dir(), a.log)
+		opts.Egress = je.opts
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 		a.jail, a.jailOpts = m, opts
 		jail = newJailCheck(m, opts)
@@ -190,6 +195,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.closers.add(func() error { closeApprover(); return nil })
+	if je != nil {
+		// Before any jail starts (on the first call): unknown hosts are put
+		// to the same approver as every supervised call.
+		je.opts.Asker = &EgressAsker{Approver: approver, Agent: o.Agent}
+	}
 
 	reg := tools.Builtin(cfg)
 	if o.Registry != nil {

@@ -211,9 +211,14 @@ type Sandbox struct {
 	Mask        []string `toml:"mask" yaml:"mask" json:"mask"`
 	NoGPU       bool     `toml:"no_gpu" yaml:"no_gpu" json:"no_gpu"`
 	Lockdown    bool     `toml:"lockdown" yaml:"lockdown" json:"lockdown"`
-	Network     bool     `toml:"network" yaml:"network" json:"network"`
+	Network     bool     `toml:"-" yaml:"-" json:"host_network,omitempty"`             // the host's network: NetworkMode == "host"
 	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
 	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
+
+	// network = "none" | "allowlist" | "host", and [sandbox.egress]
+	// (egress.go).
+	NetworkMode NetworkMode `toml:"network" yaml:"network" json:"network"`
+	Egress      Egress      `toml:"egress" yaml:"egress" json:"egress"`
 
 	// docker backend: the image the workspace's container runs, and its
 	// memory limit in MiB (default 2048).

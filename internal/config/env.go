@@ -121,6 +121,7 @@ func (ld *loader) final() {
 	if s := ld.cfg.Sandbox; s != nil && s.Invalid != "" {
 		s.Enabled, s.Lockdown = true, true
 	}
+	ld.finalNetwork()
 }
 
 func orDefault(o string) string {

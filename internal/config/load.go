@@ -411,6 +411,7 @@ var replaceLists = map[string]bool{
 	"security.approval.notify_channels": true,
 	"security.tool_groups.*":            true,
 	"agents.*.allowed_tools":            true,
+	"sandbox.egress.allow":              true, // a workspace narrows it (egressAllowNarrows)
 }
 
 // apply merges a checked layer into the effective configuration.

@@ -127,7 +127,7 @@ func TestManagedCeilingRefusesLoosening(t *testing.T) {
 		{"user lockdown off", managedFixture{managed: "[sandbox]\nlockdown = true\n", user: "[sandbox]\nlockdown = false\n"},
 			`sandbox.lockdown = false: looser than sandbox.lockdown = true from the managed policy`},
 		{"user network on", managedFixture{managed: "[sandbox]\nnetwork = false\n", user: "[sandbox]\nnetwork = true\n"},
-			`sandbox.network = true: looser than sandbox.network = false from the managed policy`},
+			`sandbox.network = true: looser than sandbox.network = "none" from the managed policy`},
 		{"user backend", managedFixture{managed: "[sandbox]\nbackend = \"local\"\n", user: "[sandbox]\nbackend = \"docker\"\n"},
 			`sandbox.backend = "docker": the managed policy /`},
 		{"user rw path outside", managedFixture{managed: "[sandbox]\nenabled = true\n", user: "[sandbox]\nrw_paths = [\"/etc\"]\n"},

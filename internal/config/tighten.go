@@ -57,7 +57,10 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	"sandbox.enabled":              sandboxBool("enabled", false, func(s *Sandbox) bool { return s.Enabled }),
 	"sandbox.lockdown":             sandboxBool("lockdown", false, func(s *Sandbox) bool { return s.Lockdown }),
 	"sandbox.no_gpu":               sandboxBool("no_gpu", false, func(s *Sandbox) bool { return s.NoGPU }),
-	"sandbox.network":              sandboxBool("network", true, func(s *Sandbox) bool { return s.Network }),
+	"sandbox.network":              networkNotLooser,
+	"sandbox.egress.allow":         egressAllowNarrows,
+	"sandbox.egress.deny":          additive,
+	"sandbox.egress.unknown":       egressUnknownNotLooser,
 	"sandbox.mask":                 additive,
 	"sandbox.idle_timeout":         additive,
 	"sandbox.backend": func(c *wsCheck, lf leaf) string {

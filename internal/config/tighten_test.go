@@ -114,7 +114,7 @@ func TestWorkspaceCannotLoosen(t *testing.T) {
 		{"lockdown off", "[sandbox]\nlockdown = true\n", "[sandbox]\nlockdown = false\n",
 			`2: sandbox.lockdown = false: looser than sandbox.lockdown = true from the user config; only the user config may loosen it`},
 		{"network on", "[sandbox]\n", "[sandbox]\nnetwork = true\n",
-			`2: sandbox.network = true: looser than sandbox.network = false from the user config; only the user config may loosen it`},
+			`2: sandbox.network = true: looser than sandbox.network = "none" from the user config; only the user config may loosen it`},
 		{"gpu on", "[sandbox]\nno_gpu = true\n", "[sandbox]\nno_gpu = false\n",
 			`2: sandbox.no_gpu = false: looser than sandbox.no_gpu = true from the user config; only the user config may loosen it`},
 		{"landlock off", "[sandbox]\n", "[sandbox]\nlandlock = \"off\"\n",

@@ -389,6 +389,7 @@ func (l *layer) validateSandbox() {
 	if l.has("sandbox.remote_path") && !strings.HasPrefix(s.RemotePath, "/") {
 		l.bad("sandbox.remote_path", s.RemotePath, "must be an absolute path on the remote host")
 	}
+	l.validateEgress()
 }
 
 func (l *layer) validateLLM() {

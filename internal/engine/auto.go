@@ -31,9 +31,10 @@ type autoState struct {
 // runs unasked — file writes, edits, patches and deletions in the
 // workspace (the guards already refused masked and protected paths), safe
 // and dev commands, and dangerous commands when a checkpoint is taken
-// before they run (warden undo takes them back) — as long as the jail has
-// no open network (network = true shares the host's: a command could
-// carry the workspace anywhere). What leaves the jail stays supervised:
+// before they run (warden undo takes them back) — as long as the jail does
+// not share the host's network (network = "host": a command could carry
+// the workspace anywhere; under "allowlist" the egress proxy asks a
+// person for each unknown host). What leaves the jail stays supervised:
 // http_request, MCP tools, anything else. Without a healthy jail it
 // changes nothing: auto is then exactly confirm-sensitive. note explains
 // the jail check for explain ("" when auto is not the mode that decided).
@@ -65,9 +66,12 @@ func (e *Engine) autoDecide(ctx context.Context, t *tools.Tool, facts tools.Fact
 	return pd, note + fmt.Sprintf("; %s reaches beyond the jail", t.Name)
 }
 
-// jailNetworkOpen reports a jail that shares the host's network.
+// jailNetworkOpen reports a jail that shares the host's network (network
+// = "host"). With "none" nothing leaves; with "allowlist" the egress proxy
+// decides each host by [sandbox.egress] and asks a person for unknown ones.
 func jailNetworkOpen(cfg *config.Config) bool {
-	return cfg.Sandbox != nil && cfg.Sandbox.Network && !cfg.Sandbox.Lockdown
+	sb := cfg.Sandbox
+	return sb != nil && !sb.Lockdown && (sb.Network || sb.NetworkMode == config.NetworkHost)
 }
 
 // jailHealthy checks the jail, and says once (log and audit) what the auto
