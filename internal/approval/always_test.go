@@ -18,7 +18,9 @@ var goTestReq = &Request{Tool: "run_command", Args: json.RawMessage(`{"command":
 
 func alwaysBroker(t *testing.T, mod func(*Options)) (*Broker, store.Store, string) {
 	t.Helper()
-	s := fileStore(t)
+	// In memory: a broker's goroutines may still touch the store while a
+	// test's temporary directories are removed.
+	s := memStore(t)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	b := newBroker(t, s, func(o *Options) {
 		o.Rules = rulefile.User{Path: path}
