@@ -25,6 +25,11 @@ type RuleWriter interface {
 // ErrNoRuleWriter means this process cannot write lasting rules.
 var ErrNoRuleWriter = errors.New("this process cannot write lasting rules (no user config)")
 
+// ErrAlwaysRule wraps why "always" cannot be given as asked: no narrow
+// rule covers the call, or the edited rules do not fit it. The request
+// is left pending.
+var ErrAlwaysRule = errors.New("no lasting rule")
+
 // ruleIDs makes rule ids; a package var so tests can fix them.
 var ruleIDs = func() string {
 	return "always-" + NewID()[:12]
@@ -139,11 +144,11 @@ func (b *Broker) ApproveAlways(ctx context.Context, id, supervisor, reason strin
 	paths := b.pathsOf(id)
 	if rs == nil {
 		if rs, err = ProposeAlways(cur.Tool, cur.Args, cur.Workspace, paths); err != nil {
-			return nil, nil, fmt.Errorf("no lasting rule for request %s: %w; approve it once or for the session", id, err)
+			return nil, nil, fmt.Errorf("%w for request %s: %v; approve it once or for the session", ErrAlwaysRule, id, err)
 		}
 	}
 	if err := checkAlways(cur, rs, paths); err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: %v", ErrAlwaysRule, err)
 	}
 	if reason == "" {
 		reason = "always"
