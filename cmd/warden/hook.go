@@ -150,10 +150,14 @@ func openHookSession(ctx context.Context, g *globalFlags, h hook.Host, ev *hook.
 		session = app.NewSessionID(string(h))
 	}
 	env := &tools.Env{Root: root, FS: workspace.FS(root), Config: cfg, Session: session, Agent: string(h)}
+	// The host runs the call itself; warden records the workspace first,
+	// as before a call it runs, so that warden undo covers the host's edits.
+	cps, closeCps := app.LazyCheckpoints(cfg, root.Dir(), log)
+	closers = append(closers, closeCps)
 	sinks := append(append(audit.Multi{}, mirror...), st)
 	return &hook.EngineSession{Root: root, Config: cfg, Closer: closeAll,
 		HostAsks: cfg.Hooks.Approval == config.HookApprovalHost, Wait: time.Duration(cfg.Hooks.WaitSecs) * time.Second,
 		NewEngine: func(reg *tools.Registry) (hook.Decider, error) {
-			return engine.New(engine.Options{Registry: reg, Env: env, Approver: lazy, Audit: sinks, Log: log})
+			return engine.New(engine.Options{Registry: reg, Env: env, Approver: lazy, Audit: sinks, Log: log, Checkpoints: cps})
 		}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"github.com/wardenhq/warden/internal/checkpoint"
 	"github.com/wardenhq/warden/internal/config"
@@ -171,3 +172,49 @@ func (c CheckpointSource) Open(_ context.Context, ws string) (*checkpoint.Store,
 	}
 	return cp.Store, func() { cp.Close() }, nil
 }
+
+// LazyCheckpoints is the checkpoint store of a process that decides calls
+// an agent host runs itself (warden hook): most of its calls only read, so
+// the store is opened on the first checkpoint. It is nil (no checkpoints)
+// when they are off or the workspace's files are not on this host.
+func LazyCheckpoints(cfg *config.Config, dir string, log *slog.Logger) (engine Checkpointer, closeFn func() error) {
+	if !cfg.Checkpoints.Enabled {
+		return nil, func() error { return nil }
+	}
+	if _, err := CheckpointOptions(cfg, dir, ""); err != nil {
+		return nil, func() error { return nil }
+	}
+	l := &lazyCheckpoints{cfg: cfg, dir: dir, log: log}
+	return l, l.close
+}
+
+// Checkpointer is engine.Checkpointer (app does not name the engine's
+// interface in its exported API to keep the dependency one way).
+type Checkpointer = engineCheckpointer
+
+type lazyCheckpoints struct {
+	cfg     *config.Config
+	dir     string
+	log     *slog.Logger
+	once    sync.Once
+	s       engineCheckpointer
+	closers closers
+}
+
+func (l *lazyCheckpoints) Checkpoint(ctx context.Context, call checkpoint.Call) (*checkpoint.Checkpoint, error) {
+	l.once.Do(func() {
+		root, err := workspace.Open(l.dir, checkpointRootOptions(l.cfg))
+		if err != nil {
+			l.s = failedCheckpoints{err}
+			return
+		}
+		defer root.Close()
+		_, l.s = openCheckpoints(l.cfg, root, "", l.log, l.closers.add)
+	})
+	if l.s == nil {
+		return nil, ErrNoCheckpoints
+	}
+	return l.s.Checkpoint(ctx, call)
+}
+
+func (l *lazyCheckpoints) close() error { return l.closers.close() }

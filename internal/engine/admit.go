@@ -51,6 +51,9 @@ type Admission struct {
 	// Message is why, written for the model (a refusal, a pending request)
 	// or, for Allow and Ask, for the person reading the host's log.
 	Message string
+	// Checkpoint is the checkpoint taken before the host runs a call that
+	// may change the workspace ("" for none): warden undo takes it back.
+	Checkpoint string
 }
 
 // Admit takes a call that an agent host will run itself (its own Bash,
@@ -110,13 +113,43 @@ func (e *Engine) Admit(ctx context.Context, name string, args json.RawMessage, o
 		adm.Verdict = Allow
 		adm.Message = fmt.Sprintf("approved: request %s, %s by %s", out.ID, c.rec.Decision, out.By)
 		res = tools.Result{Success: true, Output: "approved; the host runs it"}
+		if !e.checkpointHostCall(ctx, c, &d, &adm, &res) {
+			return adm
+		}
 		// warden hands the call to the host: the request is executed as far
 		// as warden can see; the host's result comes as EventHostResult.
 		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, true, "handed to "+agentOf(o.Host, "the host")+" to run"); err != nil {
 			e.opts.Log.Warn("recording an approved call's hand-over failed", "request", out.ID, "err", err)
 		}
+		return adm
+	}
+	if adm.Verdict == Allow || adm.Verdict == Ask {
+		e.checkpointHostCall(ctx, c, &d, &adm, &res)
 	}
 	return adm
+}
+
+// checkpointHostCall takes the checkpoint before a host runs a call that
+// may change the workspace (its own Write, Edit or shell), as the engine
+// does before running one itself, so that warden undo takes back what the
+// host's tools did too. A call put to the host's own prompt is checkpointed
+// before the question: what the person approves runs after it. When no
+// checkpoint can be taken the call is refused, and false is returned.
+func (e *Engine) checkpointHostCall(ctx context.Context, c *call, d *Decision, adm *Admission, res *tools.Result) bool {
+	if d.tool == nil {
+		return true
+	}
+	c.facts = d.facts
+	note, refused := e.checkpoint(ctx, c, d.tool, d.args)
+	if refused != nil {
+		adm.Verdict, adm.Message, *res = Deny, refused.Error, *refused
+		return false
+	}
+	if note != "" {
+		adm.Checkpoint = c.rec.Checkpoint
+		adm.Message += fmt.Sprintf(" (checkpoint %s taken first: `warden undo` takes the change back)", c.rec.Checkpoint)
+	}
+	return true
 }
 
 // HostResult records what an agent host reports after running a call it

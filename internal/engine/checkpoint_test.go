@@ -166,3 +166,48 @@ func TestDryRunTakesNoCheckpoint(t *testing.T) {
 		t.Fatalf("dry run took %d checkpoints", len(all))
 	}
 }
+
+// An agent host's own calls (warden hook) are checkpointed as the engine's
+// are: before the host is told to run a call that may change the workspace,
+// the workspace is recorded, and undoing it takes back what the host did.
+// A read is not checkpointed; a call that cannot be is refused.
+func TestHostCallCheckpointed(t *testing.T) {
+	t.Parallel()
+	f, store := withStore(t, config.ModeYolo)
+	if err := os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := f.eng.Admit(t.Context(), "read_file", json.RawMessage(`{"path":"a.txt"}`), AdmitOptions{Host: "claude-code", HostTool: "Read"})
+	if read.Verdict != Allow || read.Checkpoint != "" {
+		t.Fatalf("read: %+v", read)
+	}
+	adm := f.eng.Admit(t.Context(), "write_file", json.RawMessage(`{"path":"a.txt","content":"host wrote\n"}`), AdmitOptions{Host: "claude-code", HostTool: "Write"})
+	if adm.Verdict != Allow || adm.Checkpoint == "" || !strings.Contains(adm.Message, adm.Checkpoint) {
+		t.Fatalf("write: %+v", adm)
+	}
+	if rec := lastRec(f); rec.Checkpoint != adm.Checkpoint {
+		t.Errorf("audit names checkpoint %q, admission %q", rec.Checkpoint, adm.Checkpoint)
+	}
+	// The host runs it; then the user undoes it.
+	if err := os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("host wrote\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.Get(adm.Checkpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Undo(t.Context(), c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "a.txt")); string(b) != "original\n" {
+		t.Errorf("a.txt = %q after undo", b)
+	}
+
+	broken := newFixture(t, func(c *config.Config) { c.Security.ConfirmMode = config.ModeYolo }, func(o *Options) {
+		o.Checkpoints = failingCheckpointer{errors.New("disk full")}
+	})
+	adm = broken.eng.Admit(t.Context(), "write_file", json.RawMessage(`{"path":"b.txt","content":"x"}`), AdmitOptions{Host: "claude-code", HostTool: "Write"})
+	if adm.Verdict != Deny || !strings.Contains(adm.Message, "could not record a checkpoint") {
+		t.Fatalf("write without a checkpoint: %+v", adm)
+	}
+}
