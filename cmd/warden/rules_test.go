@@ -156,6 +156,43 @@ func TestAlwaysAcrossProcesses(t *testing.T) {
 	if !strings.Contains(out, `"decision": "ask"`) {
 		t.Fatalf("a removed rule still holds:\n%s", out)
 	}
+	// A grant for the workspace and agent holds across processes too
+	// (each warden tool call is a session of its own).
+	waiting = call(ctx, "touch granted.txt")
+	wout.Reset()
+	waiting.Stdout = &wout
+	if err := waiting.Start(); err != nil {
+		t.Fatal(err)
+	}
+	id = ""
+	for range 200 {
+		out, _ := wardenIn(t, "--workspace", ws, "--json", "approvals", "list", "--status", "pending")
+		var l []*store.Approval
+		json.Unmarshal([]byte(out), &l)
+		if len(l) == 1 {
+			id = l[0].ID
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if id == "" {
+		t.Fatal("no pending request")
+	}
+	out, err = wardenIn(t, "--workspace", ws, "approvals", "approve", id, "--as", "alice", "--grant", "10m", "--grant-scope", "workspace")
+	if err != nil || !strings.Contains(out, "by agent build in workspace "+ws+", in any session") {
+		t.Fatalf("approve --grant-scope workspace: %v\n%s", err, out)
+	}
+	if err := waiting.Wait(); err != nil {
+		t.Fatalf("the waiting call: %v %s", err, wout.String())
+	}
+	if out, err := call(ctx, "touch granted.txt").Output(); err != nil || !strings.Contains(string(out), `"success":true`) {
+		t.Fatalf("the granted call in a new process: %v %s", err, out)
+	}
+	out, _ = wardenIn(t, "--workspace", ws, "approvals", "grants")
+	if !strings.Contains(out, "any (agent build)") {
+		t.Fatalf("grants list:\n%s", out)
+	}
+
 	out, err = wardenIn(t, "--workspace", ws, "audit", "tail", "-n", "50")
 	if err != nil {
 		t.Fatal(err)

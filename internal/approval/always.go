@@ -210,6 +210,18 @@ func urlHost(raw string) (string, error) {
 // written after the approval is stored).
 func (b *Broker) decideAtTerminal(ctx context.Context, a *store.Approval, t store.Transition, ans Answer) error {
 	rec := b.decisionRecord(a, t)
+	if t.To == store.Approved && ans.Grant > 0 && ans.WorkspaceGrant && a.ScopeHash != "" {
+		d, err := b.GrantDuration(ans.Grant)
+		if err != nil {
+			return err
+		}
+		_, g, err := b.o.Store.DecideWithScopedGrant(ctx, a.ID, t, NewID(), d, a.ScopeHash, rec)
+		if err != nil {
+			return err
+		}
+		b.log.Info("approved at the terminal with a workspace+agent grant", "id", a.ID, "grant", g.ID, "until", g.ExpiresAt.Format(time.RFC3339))
+		return nil
+	}
 	if t.To == store.Approved && ans.Grant > 0 && a.Session != "" {
 		d, err := b.GrantDuration(ans.Grant)
 		if err != nil {

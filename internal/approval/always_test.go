@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/rulefile"
@@ -171,5 +172,65 @@ func TestPromptAlwaysAndSession(t *testing.T) {
 	// The same call in the same session is now granted without asking.
 	if r := <-ask(b2, t.Context(), goTestReq); !r.out.Approved || r.out.Grant != gs[0].ID {
 		t.Fatalf("second call %+v %v", r.out, r.err)
+	}
+}
+
+// A workspace+agent grant covers the same call in other sessions of that
+// agent in that workspace — another process's broker on the same store —
+// and nothing else: not another agent, workspace or call, not a file change.
+func TestScopedGrantAcrossSessions(t *testing.T) {
+	t.Parallel()
+	s := fileStore(t)
+	b1 := newBroker(t, s, nil)
+	b2 := newBroker(t, s, nil) // another process
+	req := &Request{Tool: "run_command", Args: json.RawMessage(`{"command":"make test"}`), Workspace: "/w", Session: "cli-1", Agent: "build"}
+	ch := ask(b1, t.Context(), req)
+	id := pendingID(t, s)
+	_, g, err := b1.ApproveWithScopedGrant(t.Context(), id, "alice", "", 15*time.Minute)
+	if err != nil || g.Scope() != store.ScopeWorkspaceAgent || g.Session != "" || g.Agent != "build" {
+		t.Fatalf("%+v %v", g, err)
+	}
+	if r := <-ch; !r.out.Approved {
+		t.Fatalf("%+v %v", r.out, r.err)
+	}
+	other := *req
+	other.Session = "cli-2"
+	if f, err := b2.Foresee(t.Context(), &other); err != nil || f.Grant == nil || f.Grant.ID != g.ID {
+		t.Fatalf("foresee in another session: %+v %v", f, err)
+	}
+	if r := <-ask(b2, t.Context(), &other); !r.out.Approved || r.out.Grant != g.ID {
+		t.Fatalf("another session: %+v %v", r.out, r.err)
+	}
+	for name, mod := range map[string]func(*Request){
+		"other agent":     func(r *Request) { r.Agent = "plan" },
+		"other workspace": func(r *Request) { r.Workspace = "/x" },
+		"other call":      func(r *Request) { r.Args = json.RawMessage(`{"command":"make install"}`) },
+	} {
+		r := other
+		mod(&r)
+		if f, err := b2.Foresee(t.Context(), &r); err != nil || f.Grant != nil {
+			t.Errorf("%s: foreseen grant %+v %v", name, f.Grant, err)
+		}
+	}
+	// A file change is granted per session only.
+	w := &Request{Tool: "write_file", Args: json.RawMessage(`{"path":"a","content":"x"}`), Workspace: "/w", Session: "cli-3", Agent: "build"}
+	ch = ask(b1, t.Context(), w)
+	var wid string
+	for range 100 {
+		l, _ := s.List(t.Context(), store.Filter{State: store.Pending})
+		if len(l) == 1 {
+			wid = l[0].ID
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, _, err := b1.ApproveWithScopedGrant(t.Context(), wid, "alice", "", time.Minute); !errors.Is(err, store.ErrGrantScope) {
+		t.Fatalf("file change: %v", err)
+	}
+	b1.Decide(t.Context(), wid, "alice", false, "no")
+	<-ch
+	gs, _ := s.ListGrants(t.Context(), store.GrantFilter{})
+	if len(gs) != 1 || gs[0].Uses != 1 {
+		t.Fatalf("grants %+v", gs)
 	}
 }

@@ -185,6 +185,7 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		ID: NewID(), Tool: tool, Args: args, ArgsHash: BindingHash(tool, args, req.Workspace, req.Session, req.Targets...),
 		Workspace: req.Workspace, Session: req.Session, Agent: req.Agent, Rule: req.Rule, Risk: req.Risk,
 		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(b.o.Timeout), Owner: b.owner,
+		ScopeHash: scopeHashOf(tool, args, req),
 	}
 	if rule, ok := b.o.Auto.Match(tool, args, req.Targets...); ok {
 		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = store.Approved, string(audit.DecisionAutoApproved), "auto:"+rule.Name, now, true

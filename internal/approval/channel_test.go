@@ -51,6 +51,7 @@ func TestTerminalPrompt(t *testing.T) {
 		{"q\n", Answer{Abort: true}, nil},
 		{"s\n", Answer{Approve: true, Grant: maxGrantAsked}, nil},
 		{"s 15\n", Answer{Approve: true, Grant: 15 * time.Minute}, nil},
+		{"w 30\n", Answer{Approve: true, Grant: 30 * time.Minute, WorkspaceGrant: true}, nil},
 		{"s -3\ns x\ny\n", Answer{Approve: true}, nil},
 		{"maybe\ny\n", Answer{Approve: true}, nil},
 		{"", Answer{}, io.EOF},
@@ -151,7 +152,7 @@ func TestTerminalPromptAlways(t *testing.T) {
 	if err != nil || ans != (Answer{Approve: true}) {
 		t.Fatalf("%+v %v", ans, err)
 	}
-	for _, want := range []string{"No lasting rule can cover this call", "no session to grant", "[y]es · [n]o · [a]lways · [q]uit"} {
+	for _, want := range []string{"No lasting rule can cover this call", "no session to grant", "[y]es · [n]o · [w]orkspace+agent [MIN] · [a]lways · [q]uit"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, buf.String())
 		}

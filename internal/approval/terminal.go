@@ -49,8 +49,9 @@ var _ Prompter = (*Terminal)(nil)
 // Prompt implements Prompter: y approves once; n denies (with a reason
 // asked next, or typed after it: "n not now"); s approves and grants the
 // same call for the session ("s 15": for 15 minutes; default and cap
-// grant_max_minutes); a approves always, writing the rule shown into the
-// user config; q stops the run. EOF denies.
+// grant_max_minutes); w grants it for every session of the agent in the
+// workspace (not for calls that change files); a approves always, writing
+// the rule shown into the user config; q stops the run. EOF denies.
 func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 	select {
 	case t.sem <- struct{}{}:
@@ -72,9 +73,9 @@ func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 	if alwaysErr == nil {
 		fmt.Fprintf(t.out, "  always:  %s\n", strings.ReplaceAll(Printable(DescribeRules(always), 2000), `\n`, "\n           "))
 	}
-	keys := "[y]es · [n]o · [s]ession [MIN] · [a]lways · [q]uit"
+	keys := "[y]es · [n]o · [s]ession [MIN] · [w]orkspace+agent [MIN] · [a]lways · [q]uit"
 	if p.Session == "" {
-		keys = "[y]es · [n]o · [a]lways · [q]uit"
+		keys = "[y]es · [n]o · [w]orkspace+agent [MIN] · [a]lways · [q]uit"
 	}
 	for range 5 {
 		fmt.Fprintf(t.out, "Approve? %s: ", keys)
@@ -97,9 +98,14 @@ func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 				continue
 			}
 			return Answer{Approve: true, Always: true}, nil
-		case "s", "session":
-			if p.Session == "" {
-				fmt.Fprintln(t.out, "This request has no session to grant; answer y, a or n.")
+		case "s", "session", "w", "workspace":
+			wide := strings.HasPrefix(strings.ToLower(word), "w")
+			switch {
+			case !wide && p.Session == "":
+				fmt.Fprintln(t.out, "This request has no session to grant; answer y, w, a or n.")
+				continue
+			case wide && (fileChange[p.Tool] || p.Workspace == ""):
+				fmt.Fprintln(t.out, "This call can be granted for its session only (it changes files, or has no workspace).")
 				continue
 			}
 			d := maxGrantAsked
@@ -111,7 +117,7 @@ func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 				}
 				d = time.Duration(m) * time.Minute
 			}
-			return Answer{Approve: true, Grant: d}, nil
+			return Answer{Approve: true, Grant: d, WorkspaceGrant: wide}, nil
 		case "n", "no":
 			if strings.TrimSpace(rest) == "" {
 				fmt.Fprint(t.out, "Reason (told to the agent): ")

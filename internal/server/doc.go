@@ -15,6 +15,8 @@
 //
 // grant_minutes > 0 also grants the exact same call in the same session for
 // N minutes, capped at grant_max_minutes; the answer then holds "grant".
+// With "grant_scope": "workspace" the grant covers the call in every
+// session of the request's agent in its workspace (not for file changes).
 // always writes the narrowest rule that covers the call (or the rules
 // given, which must be allow rules for the request's workspace that still
 // allow the call) into the user config of the user running warden serve;

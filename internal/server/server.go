@@ -278,6 +278,10 @@ type DecisionBody struct {
 	// GrantMinutes > 0 on approve also grants the exact same call in the
 	// same session for that many minutes (capped at grant_max_minutes).
 	GrantMinutes int `json:"grant_minutes"`
+	// GrantScope is "session" (default) or "workspace": the grant then
+	// covers the call in every session of the request's agent in its
+	// workspace (not for calls that change files).
+	GrantScope string `json:"grant_scope,omitempty"`
 	// Always on approve also writes a lasting rule into the user config
 	// of the server's user, for the request's workspace: Rules as edited
 	// (allow rules for that workspace that still allow the call), else
@@ -393,9 +397,17 @@ func (s *Server) decide(approve bool) authedHandler {
 			writeJSON(w, http.StatusOK, AlwaysApproval{Approval: a, Rules: written})
 			return
 		}
+		if body.GrantScope != "" && (body.GrantScope != "session" && body.GrantScope != "workspace" || body.GrantMinutes == 0) {
+			writeErr(w, http.StatusBadRequest, `grant_scope is "session" or "workspace", with grant_minutes`)
+			return
+		}
 		if body.GrantMinutes > 0 {
 			d := time.Duration(min(body.GrantMinutes, maxGrantMinutes)) * time.Minute
-			a, g, err := s.b.ApproveWithGrant(r.Context(), id, supervisor, body.Reason, d)
+			grant := s.b.ApproveWithGrant
+			if body.GrantScope == "workspace" {
+				grant = s.b.ApproveWithScopedGrant
+			}
+			a, g, err := grant(r.Context(), id, supervisor, body.Reason, d)
 			if err != nil {
 				writeStoreErr(w, err)
 				return

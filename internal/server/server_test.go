@@ -259,7 +259,7 @@ func FuzzDecisionBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := DecodeDecision(strings.NewReader(s))
 		if err != nil {
-			if d.Reason != "" || d.GrantMinutes != 0 || d.Always || d.Rules != nil {
+			if d.Reason != "" || d.GrantMinutes != 0 || d.Always || d.Rules != nil || d.GrantScope != "" {
 				t.Fatalf("error with a value: %+v", d)
 			}
 			return
@@ -272,7 +272,7 @@ func FuzzDecisionBody(f *testing.F) {
 		var m map[string]json.RawMessage
 		if json.Unmarshal([]byte(s), &m) == nil {
 			for k := range m {
-				if !strings.EqualFold(k, "reason") && !strings.EqualFold(k, "grant_minutes") && !strings.EqualFold(k, "always") && !strings.EqualFold(k, "rules") {
+				if !strings.EqualFold(k, "reason") && !strings.EqualFold(k, "grant_minutes") && !strings.EqualFold(k, "always") && !strings.EqualFold(k, "rules") && !strings.EqualFold(k, "grant_scope") {
 					t.Fatalf("accepted field %q", k)
 				}
 			}
