@@ -28,6 +28,27 @@ func wardenIn(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// pendingIn waits for the one pending request and returns its id.
+func pendingIn(t *testing.T, ws string) string {
+	t.Helper()
+	for range 200 {
+		out, err := wardenIn(t, "--workspace", ws, "--json", "approvals", "list", "--status", "pending")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l []*store.Approval
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatal(err)
+		}
+		if len(l) == 1 {
+			return l[0].ID
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no pending request")
+	return ""
+}
+
 // "always" from another process, end to end: a one-shot `warden tool call`
 // waits for a person; `warden approvals approve --always` approves it and
 // writes the narrow rule into the user config (not the workspace file);
@@ -81,25 +102,7 @@ func TestAlwaysAcrossProcesses(t *testing.T) {
 	if err := waiting.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var id string
-	for range 200 {
-		out, err := wardenIn(t, "--workspace", ws, "--json", "approvals", "list", "--status", "pending")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var l []*store.Approval
-		if err := json.Unmarshal([]byte(out), &l); err != nil {
-			t.Fatal(err)
-		}
-		if len(l) == 1 {
-			id = l[0].ID
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("no pending request")
-	}
+	id := pendingIn(t, ws)
 	out, err := wardenIn(t, "--workspace", ws, "approvals", "approve", id, "--as", "alice", "--always")
 	if err != nil || !strings.Contains(out, "rule always-") || !strings.Contains(out, "allow command touch made.txt (exactly)") {
 		t.Fatalf("approve --always: %v\n%s", err, out)
@@ -164,20 +167,7 @@ func TestAlwaysAcrossProcesses(t *testing.T) {
 	if err := waiting.Start(); err != nil {
 		t.Fatal(err)
 	}
-	id = ""
-	for range 200 {
-		out, _ := wardenIn(t, "--workspace", ws, "--json", "approvals", "list", "--status", "pending")
-		var l []*store.Approval
-		json.Unmarshal([]byte(out), &l)
-		if len(l) == 1 {
-			id = l[0].ID
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if id == "" {
-		t.Fatal("no pending request")
-	}
+	id = pendingIn(t, ws)
 	out, err = wardenIn(t, "--workspace", ws, "approvals", "approve", id, "--as", "alice", "--grant", "10m", "--grant-scope", "workspace")
 	if err != nil || !strings.Contains(out, "by agent build in workspace "+ws+", in any session") {
 		t.Fatalf("approve --grant-scope workspace: %v\n%s", err, out)

@@ -46,6 +46,12 @@ func (b *Broker) GrantDuration(d time.Duration) (time.Duration, error) {
 // without a session cannot get a grant (store.ErrGrantScope). A request
 // already decided, expired or executed is refused like a late decision.
 func (b *Broker) ApproveWithGrant(ctx context.Context, id, supervisor, reason string, d time.Duration) (*store.Approval, *store.Grant, error) {
+	return b.approveWithGrant(ctx, id, supervisor, reason, d, false)
+}
+
+// approveWithGrant approves with a grant for the session, or with scoped
+// for the request's workspace and agent.
+func (b *Broker) approveWithGrant(ctx context.Context, id, supervisor, reason string, d time.Duration, scoped bool) (*store.Approval, *store.Grant, error) {
 	if err := b.checkSupervisor(supervisor); err != nil {
 		return nil, nil, err
 	}
@@ -59,12 +65,21 @@ func (b *Broker) ApproveWithGrant(ctx context.Context, id, supervisor, reason st
 	}
 	t := transition(store.Approved, audit.DecisionApproved, supervisor, CleanReason(reason))
 	rec := b.decisionRecord(cur, t)
-	a, g, err := b.o.Store.DecideWithGrant(ctx, id, t, NewID(), d, rec)
+	var a *store.Approval
+	var g *store.Grant
+	if scoped {
+		if fileChange[cur.Tool] {
+			return nil, nil, fmt.Errorf("%s changes files; it can be granted for its session only: %w", cur.Tool, store.ErrGrantScope)
+		}
+		a, g, err = b.o.Store.DecideWithScopedGrant(ctx, id, t, NewID(), d, ScopeHash(cur.Tool, cur.Args, cur.Workspace, cur.Agent), rec)
+	} else {
+		a, g, err = b.o.Store.DecideWithGrant(ctx, id, t, NewID(), d, rec)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	b.notify(id)
-	b.log.Info("approval request approved with a grant", "id", id, "grant", g.ID, "by", supervisor, "until", g.ExpiresAt.Format(time.RFC3339))
+	b.log.Info("approval request approved with a grant", "id", id, "grant", g.ID, "scope", g.Scope(), "by", supervisor, "until", g.ExpiresAt.Format(time.RFC3339))
 	return a, g, nil
 }
 
@@ -152,28 +167,5 @@ var fileChange = map[string]bool{"write_file": true, "edit_file": true, "apply_p
 // client) runs without asking until the grant expires. A file-changing
 // call is granted per session only (store.ErrGrantScope).
 func (b *Broker) ApproveWithScopedGrant(ctx context.Context, id, supervisor, reason string, d time.Duration) (*store.Approval, *store.Grant, error) {
-	if err := b.checkSupervisor(supervisor); err != nil {
-		return nil, nil, err
-	}
-	d, err := b.GrantDuration(d)
-	if err != nil {
-		return nil, nil, err
-	}
-	cur, err := b.o.Store.Get(ctx, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fileChange[cur.Tool] {
-		return nil, nil, fmt.Errorf("%s changes files; it can be granted for its session only: %w", cur.Tool, store.ErrGrantScope)
-	}
-	t := transition(store.Approved, audit.DecisionApproved, supervisor, CleanReason(reason))
-	rec := b.decisionRecord(cur, t)
-	a, g, err := b.o.Store.DecideWithScopedGrant(ctx, id, t, NewID(), d, ScopeHash(cur.Tool, cur.Args, cur.Workspace, cur.Agent), rec)
-	if err != nil {
-		return nil, nil, err
-	}
-	b.notify(id)
-	b.log.Info("approval request approved with a workspace+agent grant", "id", id, "grant", g.ID, "by", supervisor,
-		"workspace", g.Workspace, "agent", g.Agent, "until", g.ExpiresAt.Format(time.RFC3339))
-	return a, g, nil
+	return b.approveWithGrant(ctx, id, supervisor, reason, d, true)
 }
