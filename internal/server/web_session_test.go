@@ -69,7 +69,10 @@ func (b *handlerBrowser) signedInPage() bool {
 // sign-in however much it is used: the page asks to sign in again.
 func TestWebSessionExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err := store.OpenSQLite(":memory:", nil)
+		// Over hours of bubble time, every periodic read of the store is a
+		// real query: slow polls and sweeps keep the test fast (under
+		// -race a 50 ms poll was 36,000 queries per simulated half hour).
+		st, err := store.OpenSQLite(":memory:", &store.Options{Poll: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +83,7 @@ func TestWebSessionExpiry(t *testing.T) {
 		}
 		// The event stream polls the store; over 12 hours of bubble time a
 		// slow poll keeps the test fast.
-		s, err := New(Options{Broker: b, Tokens: map[string]string{aliceTok: "alice"}, Poll: time.Hour, Heartbeat: time.Hour})
+		s, err := New(Options{Broker: b, Tokens: map[string]string{aliceTok: "alice"}, Poll: time.Hour, Heartbeat: time.Hour, Sweep: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
