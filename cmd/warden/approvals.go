@@ -16,6 +16,7 @@ import (
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/rulefile"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -196,7 +197,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 		return nil, "", nil, err
 	}
 	b, err = approval.New(c.Context(), approval.Options{Store: st, Supervisors: sups, Logger: log,
-		GrantMax: approval.GrantMax(&cfg.Security.Approval)})
+		GrantMax: approval.GrantMax(&cfg.Security.Approval), Rules: rulefile.User{}})
 	if err != nil {
 		st.Close()
 		return nil, "", nil, err
@@ -244,7 +245,7 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 					state = "expired"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", gr.ID, approval.Printable(state, 40), approval.Printable(gr.Tool, 40),
-					approval.Printable(gr.Session, 30), approval.Printable(gr.CreatedBy, 30), gr.ExpiresAt.Local().Format(time.DateTime),
+					approval.Printable(grantSession(gr), 30), approval.Printable(gr.CreatedBy, 30), gr.ExpiresAt.Local().Format(time.DateTime),
 					gr.Uses, approval.Printable(string(gr.Args), 60))
 			}
 			return tw.Flush()
@@ -253,6 +254,21 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 	c.Flags().BoolVar(&all, "all", false, "also list revoked and expired grants")
 	c.Flags().IntVar(&limit, "limit", 100, "at most this many (0: all)")
 	return c
+}
+
+func agentOrDefault(a string) string {
+	if a == "" {
+		return "build"
+	}
+	return a
+}
+
+// grantSession is what the grants list shows in its SESSION column.
+func grantSession(gr *store.Grant) string {
+	if gr.Scope() == store.ScopeWorkspaceAgent {
+		return "any (agent " + agentOrDefault(gr.Agent) + ")"
+	}
+	return gr.Session
 }
 
 func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
@@ -292,6 +308,8 @@ func newRevokeCmd(g *globalFlags, db *string) *cobra.Command {
 func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 	var as, reason string
 	var grant time.Duration
+	var always bool
+	grantScope := "session"
 	verb := map[bool]string{true: "approve", false: "deny"}[approve]
 	c := &cobra.Command{
 		Use:   verb + " ID",
@@ -304,6 +322,12 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			if approve && c.Flags().Changed("grant") && grant <= 0 {
 				return usageErr("--grant needs a positive duration, e.g. --grant 15m")
 			}
+			if grantScope != "session" && grantScope != "workspace" {
+				return usageErr("--grant-scope is session or workspace")
+			}
+			if always && grant > 0 {
+				return usageErr("--always and --grant exclude each other: a lasting rule, or a grant for the session")
+			}
 			b, sup, closeFn, err := supervisorBroker(c, g, *db, as)
 			if err != nil {
 				return err
@@ -315,7 +339,15 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 			}
 			var a *store.Approval
 			var gr *store.Grant
-			if grant > 0 {
+			var written []config.Rule
+			if always {
+				a, written, err = b.ApproveAlways(c.Context(), id, sup, reason, nil)
+				if a != nil && err != nil {
+					fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
+				}
+			} else if grant > 0 && grantScope == "workspace" {
+				a, gr, err = b.ApproveWithScopedGrant(c.Context(), id, sup, reason, grant)
+			} else if grant > 0 {
 				a, gr, err = b.ApproveWithGrant(c.Context(), id, sup, reason, grant)
 			} else {
 				a, err = b.Decide(c.Context(), id, sup, approve, reason)
@@ -327,10 +359,20 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 				if gr != nil {
 					return writeJSON(c.OutOrStdout(), map[string]any{"approval": a, "grant": gr})
 				}
+				if written != nil {
+					return writeJSON(c.OutOrStdout(), map[string]any{"approval": a, "rules": written})
+				}
 				return writeJSON(c.OutOrStdout(), a)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s %s by %s\n", a.ID, a.State, a.DecidedBy)
-			if gr != nil {
+			for _, r := range written {
+				fmt.Fprintf(c.OutOrStdout(), "rule %s: %s (remove: warden rules remove %s)\n", r.ID,
+					approval.Printable(approval.DescribeRules([]config.Rule{r}), 400), r.ID)
+			}
+			if gr != nil && gr.Scope() == store.ScopeWorkspaceAgent {
+				fmt.Fprintf(c.OutOrStdout(), "grant %s: the same %s call by agent %s in workspace %s, in any session, runs without asking until %s (revoke: warden approvals revoke %s)\n",
+					gr.ID, approval.Printable(gr.Tool, 40), approval.Printable(agentOrDefault(gr.Agent), 40), approval.Printable(gr.Workspace, 200), gr.ExpiresAt.Local().Format(time.DateTime), gr.ID)
+			} else if gr != nil {
 				fmt.Fprintf(c.OutOrStdout(), "grant %s: the same %s call in session %s runs without asking until %s (revoke: warden approvals revoke %s)\n",
 					gr.ID, approval.Printable(gr.Tool, 40), approval.Printable(gr.Session, 40), gr.ExpiresAt.Local().Format(time.DateTime), gr.ID)
 			}
@@ -341,6 +383,8 @@ func newDecideCmd(g *globalFlags, db *string, approve bool) *cobra.Command {
 	c.Flags().StringVar(&reason, "reason", "", map[bool]string{true: "why (optional)", false: "why (required; the agent reads it)"}[approve])
 	if approve {
 		c.Flags().DurationVar(&grant, "grant", 0, "also allow the exact same call in the same session without asking for this long (e.g. 15m; capped at grant_max_minutes)")
+		c.Flags().StringVar(&grantScope, "grant-scope", "session", "what --grant covers: session (this session only) or workspace (every session of the request's agent in its workspace: other warden tool call processes, reconnecting MCP clients; not for calls that change files)")
+		c.Flags().BoolVar(&always, "always", false, "also allow this call from now on in its workspace: the narrowest rule that covers it is written into your user config (see warden rules)")
 	}
 	return c
 }

@@ -26,16 +26,18 @@ type explainOutput struct {
 	Why       string `json:"why"`
 	// Stage is where the engine decided; AutoApprove and Grant name the
 	// rule (file:line) or grant that approves a supervised call.
-	Stage       string                `json:"stage"`
-	AutoApprove string                `json:"auto_approve,omitempty"`
-	Grant       *engine.GrantRef      `json:"grant,omitempty"`
-	Class       shellpolicy.Class     `json:"class"`
-	Blocked     bool                  `json:"blocked"`
-	Rule        string                `json:"rule,omitempty"`
-	Reason      string                `json:"reason,omitempty"`
-	Pos         *shellpolicy.Position `json:"pos,omitempty"`
-	ParseError  string                `json:"parse_error,omitempty"`
-	Commands    []shellpolicy.Simple  `json:"commands"`
+	Stage       string           `json:"stage"`
+	AutoApprove string           `json:"auto_approve,omitempty"`
+	Grant       *engine.GrantRef `json:"grant,omitempty"`
+	// Auto is what the auto mode found (the jail's health) and did.
+	Auto       string                `json:"auto,omitempty"`
+	Class      shellpolicy.Class     `json:"class"`
+	Blocked    bool                  `json:"blocked"`
+	Rule       string                `json:"rule,omitempty"`
+	Reason     string                `json:"reason,omitempty"`
+	Pos        *shellpolicy.Position `json:"pos,omitempty"`
+	ParseError string                `json:"parse_error,omitempty"`
+	Commands   []shellpolicy.Simple  `json:"commands"`
 	// Ceiling names the managed policy line behind the deciding rule.
 	Ceiling string `json:"ceiling,omitempty"`
 }
@@ -104,6 +106,9 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 					fmt.Fprintf(w, "ceiling:  %s\n", ceiling)
 				}
 				printApprovedBy(w, x.AutoApprove, x.Grant)
+				if x.Auto != "" {
+					fmt.Fprintf(w, "auto:     %s\n", x.Auto)
+				}
 				if x.Risk != "" {
 					fmt.Fprintf(w, "risk:\n%s\n", x.Risk)
 				}
@@ -119,7 +124,7 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			x := a.Engine().Explain("run_command", cmdArgs)
 			out := explainOutput{
 				Command: line, Mode: a.Config().Security.ConfirmMode, Decision: x.Decision,
-				DecidedBy: x.Rule, Why: x.Reason, Stage: x.Stage, AutoApprove: x.AutoApprove, Grant: x.Grant,
+				DecidedBy: x.Rule, Why: x.Reason, Stage: x.Stage, AutoApprove: x.AutoApprove, Grant: x.Grant, Auto: x.Auto,
 				Class: v.Class, Blocked: v.Blocked, Rule: v.Rule, Reason: v.Reason,
 				ParseError: v.ParseError, Commands: v.Commands, Ceiling: ceilingOf(ld, x.Stage, x.Rule),
 			}
@@ -159,6 +164,9 @@ func printExplain(w io.Writer, o *explainOutput) {
 		fmt.Fprintf(w, "ceiling:  %s\n", o.Ceiling)
 	}
 	printApprovedBy(w, o.AutoApprove, o.Grant)
+	if o.Auto != "" {
+		fmt.Fprintf(w, "auto:     %s\n", o.Auto)
+	}
 	fmt.Fprintf(w, "class:    %s\n", o.Class)
 	if o.Blocked {
 		fmt.Fprintf(w, "blocked:  rule %s at %s: %s\n", o.Rule, o.Pos, o.Reason)

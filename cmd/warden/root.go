@@ -49,6 +49,7 @@ var commands = []func(*globalFlags) *cobra.Command{
 	newHookCmd,
 	newSetupCmd,
 	newApprovalsCmd,
+	newRulesCmd,
 	newStoreCmd,
 	newUndoCmd,
 	newCheckpointsCmd,
@@ -75,7 +76,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.workspace, "workspace", "", "workspace directory (default: the current directory)")
 	pf.StringVar(&g.config, "config", "", "extra config file, trusted like the user config")
-	pf.StringVar(&g.mode, "mode", "", "confirmation mode: yolo | confirm-sensitive | confirm-all")
+	pf.StringVar(&g.mode, "mode", "", "confirmation mode: yolo | auto | confirm-sensitive | confirm-all")
 	pf.BoolVar(&g.json, "json", false, "machine-readable output")
 	pf.StringVar(&g.logFile, "log-file", "", "also write the JSON-lines log to this file")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return checkGlobalFlags(c, g) }

@@ -179,6 +179,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	env := &tools.Env{Root: a.root, Config: cfg, Session: o.Session, Agent: o.Agent}
 	env.FS, env.Runner = workspace.FS(a.root), command.Runner(&command.Local{Root: a.root.Dir()})
+	var jail engine.JailCheck // the auto mode's jail check; none without a jail
 	var je *jailEgress
 	if sandbox.Enabled(cfg.Sandbox) {
 		// Every effect goes through the jailed worker, started on first use;
@@ -192,6 +193,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		opts.Egress = je.opts
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 		a.jail, a.jailOpts = m, opts
+		jail = newJailCheck(m, opts)
 	}
 
 	newApprover := o.Approver
@@ -237,7 +239,20 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		DryRun:     o.DryRun,
 		Hooks:      hooks,
 		Log:        a.log,
+		Jail:       jail,
 		ConfigNote: ConfigNote(files, os.Environ()),
+	}
+	if uf, err := config.UserFile(nil); err == nil {
+		// "always" writes rules into the user config while this process
+		// runs; they hold from the next call on.
+		a.engineOpts.RulesFile = uf
+		a.engineOpts.ReloadRules = func() ([]config.Rule, error) {
+			c, err := LoadConfig(o.Flags, slog.New(slog.DiscardHandler))
+			if err != nil {
+				return nil, err
+			}
+			return c.Rules, nil
+		}
 	}
 	var cps engineCheckpointer
 	if a.checkpoints, cps = openCheckpoints(cfg, a.root, o.StateDir, a.log, a.closers.add); cps != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/mcp"
+	"github.com/wardenhq/warden/internal/rulefile"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -156,7 +157,7 @@ func newBroker(ctx context.Context, cfg *config.Config, st store.Store, mirror a
 	if err != nil {
 		return nil, nil, err
 	}
-	o.Store = st
+	o.Store, o.Rules = st, rulefile.User{}
 	if mirror != nil {
 		o.Audit = mirror
 	}
@@ -217,7 +218,7 @@ func DecidingBroker(ctx context.Context, cfg *config.Config, st store.Store, log
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := approval.New(ctx, approval.Options{Store: st, Supervisors: co.Supervisors, Logger: log, GrantMax: co.GrantMax})
+	b, err := approval.New(ctx, approval.Options{Store: st, Supervisors: co.Supervisors, Logger: log, GrantMax: co.GrantMax, Rules: rulefile.User{}})
 	if err != nil {
 		closeChannels()
 		return nil, nil, err

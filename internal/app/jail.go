@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/sandbox"
@@ -73,4 +76,54 @@ func serveControl(apps []*App, log *slog.Logger) func() {
 		return func() {}
 	}
 	return func() { cs.Close() }
+}
+
+// jailCheck is the engine's JailCheck on the workspace's sandbox manager:
+// the worker is started if needed and must answer a ping, and a local
+// (bubblewrap) worker must run under its seccomp filter with no_new_privs.
+// A healthy answer is kept for a few seconds; an unhealthy one is
+// checked again at the next call.
+type jailCheck struct {
+	m    *sandbox.Manager
+	opts *sandbox.Options
+
+	mu    sync.Mutex
+	until time.Time
+	why   string
+}
+
+// jailHealthyFor is how long a healthy check stands.
+const jailHealthyFor = 5 * time.Second
+
+func newJailCheck(m *sandbox.Manager, opts *sandbox.Options) *jailCheck {
+	return &jailCheck{m: m, opts: opts}
+}
+
+// JailHealthy implements engine.JailCheck.
+func (j *jailCheck) JailHealthy(ctx context.Context) (bool, string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if time.Now().Before(j.until) {
+		return true, j.why
+	}
+	s, err := sandbox.Resolve(j.opts.Sandbox)
+	if err != nil {
+		return false, "the [sandbox] section cannot be used: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w, err := j.m.Get(ctx, j.opts)
+	if err != nil {
+		return false, "the jail does not start: " + err.Error()
+	}
+	h, err := w.Ping(ctx)
+	if err != nil {
+		return false, "the jail does not answer: " + err.Error()
+	}
+	if s.Backend == sandbox.BackendLocal && (h.Seccomp != "filter" || !h.NoNewPrivs) {
+		return false, fmt.Sprintf("the worker runs without its seccomp filter or no_new_privs (seccomp %q)", h.Seccomp)
+	}
+	j.why = fmt.Sprintf("%s backend, seccomp %s, landlock %s", s.Backend, h.Seccomp, h.Landlock)
+	j.until = time.Now().Add(jailHealthyFor)
+	return true, j.why
 }

@@ -80,6 +80,9 @@ type Options struct {
 	// for, once its channels were notified, with the names of those that
 	// took it (ChannelName): the CLI prints how to decide it.
 	Announce func(p *Pending, sentTo []string)
+	// Rules writes the lasting rules of "always" (ApproveAlways, the
+	// prompt's [a]lways); nil: "always" is refused.
+	Rules RuleWriter
 }
 
 // Broker is the Approver on a shared Store.
@@ -212,6 +215,7 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		ID: NewID(), Tool: tool, Args: args, ArgsHash: BindingHash(tool, args, req.Workspace, req.Session, req.Targets...),
 		Workspace: req.Workspace, Session: req.Session, Agent: req.Agent, Rule: req.Rule, Risk: req.Risk,
 		State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(b.o.Timeout), Owner: b.owner,
+		ScopeHash: scopeHashOf(tool, args, req),
 	}
 	if rule, ok := b.o.Auto.Match(tool, args, req.Targets...); ok {
 		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = store.Approved, string(audit.DecisionAutoApproved), "auto:"+rule.Name, now, true
@@ -517,7 +521,7 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval, changed, lost <-ch
 					t.Reason = "denied at the terminal"
 				}
 			}
-			_, err := b.o.Store.Decide(bg, a.ID, t, b.decisionRecord(a, t))
+			err := b.decideAtTerminal(bg, a, t, r.ans)
 			if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExpired) {
 				return Outcome{ID: a.ID, State: store.Denied}, err
 			}

@@ -108,6 +108,15 @@ type Answer struct {
 	Approve bool
 	Abort   bool // stop the whole run, not only this call
 	Reason  string
+	// Grant approves with a grant for the session lasting this long
+	// (capped at the broker's GrantMax); zero approves once.
+	Grant time.Duration
+	// WorkspaceGrant makes the grant cover the call in every session of
+	// the agent in the workspace, not only this session.
+	WorkspaceGrant bool
+	// Always approves and writes the proposed lasting rules
+	// (ProposeAlways) into the user config.
+	Always bool
 }
 
 // Prompter asks the person in front of this process, and blocks until they

@@ -32,7 +32,7 @@ func promptWith(t *testing.T, input string, closeIn bool) (Answer, string, error
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	p := &Pending{ID: "id1", Tool: "run_command", Args: json.RawMessage("{\"command\":\"echo \\u001b[2J\\u001b[Hall fine\"}"),
-		Risk: "dangerous\n\u202eevil", ExpiresAt: time.Now().Add(time.Minute)}
+		Risk: "dangerous\n\u202eevil", ExpiresAt: time.Now().Add(time.Minute), Workspace: "/w", Session: "s1"}
 	ans, err := term.Prompt(ctx, p)
 	return ans, out.String(), err
 }
@@ -48,7 +48,11 @@ func TestTerminalPrompt(t *testing.T) {
 		{"YES\n", Answer{Approve: true}, nil},
 		{"n\nuse make clean\n", Answer{Reason: "use make clean"}, nil},
 		{"n not now\n", Answer{Reason: "not now"}, nil},
-		{"a\n", Answer{Abort: true}, nil},
+		{"q\n", Answer{Abort: true}, nil},
+		{"s\n", Answer{Approve: true, Grant: maxGrantAsked}, nil},
+		{"s 15\n", Answer{Approve: true, Grant: 15 * time.Minute}, nil},
+		{"w 30\n", Answer{Approve: true, Grant: 30 * time.Minute, WorkspaceGrant: true}, nil},
+		{"s -3\ns x\ny\n", Answer{Approve: true}, nil},
 		{"maybe\ny\n", Answer{Approve: true}, nil},
 		{"", Answer{}, io.EOF},
 		{"n\n", Answer{}, io.EOF}, // the reason never comes
@@ -122,5 +126,51 @@ func TestAnnouncement(t *testing.T) {
 		"  sent to:  slack, telegram\n"
 	if got != want {
 		t.Errorf("announcement\n got %q\nwant %q", got, want)
+	}
+}
+
+// The prompt shows the rule "always" would write, and refuses "always"
+// (and "session") where there is none to give.
+func TestTerminalPromptAlways(t *testing.T) {
+	t.Parallel()
+	prompt := func(input string, p *Pending) (Answer, string, error) {
+		r, w, _ := os.Pipe()
+		defer r.Close()
+		io.WriteString(w, input)
+		w.Close()
+		var buf bytes.Buffer
+		term := NewTerminal(r, &buf)
+		term.poll = 10 * time.Millisecond
+		ans, err := term.Prompt(t.Context(), p)
+		return ans, buf.String(), err
+	}
+	plain := &Pending{ID: "id3", Tool: "run_command", Args: json.RawMessage(`{"command":"go test ./..."}`), Workspace: "/w", Session: "s1", ExpiresAt: time.Now().Add(time.Minute)}
+	for _, in := range []string{"a\n", "always\n"} {
+		ans, out, err := prompt(in, plain)
+		if err != nil || ans != (Answer{Approve: true, Always: true}) || !strings.Contains(out, "always:  allow command go test ./... (exactly), in /w") {
+			t.Fatalf("%q: %+v %v\n%s", in, ans, err, out)
+		}
+	}
+	// Not plain: no lasting rule; the escape sequences stay escaped.
+	ans, out, err := promptWith(t, "a\ny\n", true)
+	if err != nil || ans != (Answer{Approve: true}) || !strings.Contains(out, "No lasting rule can cover this call") || strings.Contains(out, "\x1b") {
+		t.Fatalf("%+v %v\n%q", ans, err, out)
+	}
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	io.WriteString(w, "a\ns\ny\n")
+	w.Close()
+	var buf bytes.Buffer
+	term := NewTerminal(r, &buf)
+	term.poll = 10 * time.Millisecond
+	p := &Pending{ID: "id2", Tool: "run_command", Args: json.RawMessage(`{"command":"make $(id)"}`), Workspace: "/w", ExpiresAt: time.Now().Add(time.Minute)}
+	ans, err = term.Prompt(t.Context(), p)
+	if err != nil || ans != (Answer{Approve: true}) {
+		t.Fatalf("%+v %v", ans, err)
+	}
+	for _, want := range []string{"No lasting rule can cover this call", "no session to grant", "[y]es · [n]o · [w]orkspace+agent [MIN] · [a]lways · [q]uit"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, buf.String())
+		}
 	}
 }

@@ -41,6 +41,7 @@ func (b *Broker) Foresee(ctx context.Context, req *Request) (Foresight, error) {
 		return Foresight{Rule: rule.Name}, nil
 	}
 	hash := BindingHash(tool, args, req.Workspace, req.Session, req.Targets...)
+	scope := scopeHashOf(tool, args, req)
 	gs, err := b.o.Store.ListGrants(ctx, store.GrantFilter{})
 	if err != nil {
 		return Foresight{}, fmt.Errorf("failed to read the active grants: %w", err)
@@ -48,8 +49,11 @@ func (b *Broker) Foresee(ctx context.Context, req *Request) (Foresight, error) {
 	now := time.Now()
 	for _, g := range gs {
 		// The fields UseGrant matches on, so that a grant foreseen is one Ask uses.
-		if g.ArgsHash == hash && g.Tool == tool && string(g.Args) == string(args) &&
-			g.Workspace == req.Workspace && g.Session == req.Session && g.Active(now) {
+		if g.Tool != tool || string(g.Args) != string(args) || g.Workspace != req.Workspace || !g.Active(now) {
+			continue
+		}
+		if g.ArgsHash == hash && g.Session == req.Session ||
+			scope != "" && g.ArgsHash == scope && g.Session == "" && g.Agent == req.Agent {
 			return Foresight{Grant: g}, nil
 		}
 	}

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,6 +46,12 @@ func (b *Broker) GrantDuration(d time.Duration) (time.Duration, error) {
 // without a session cannot get a grant (store.ErrGrantScope). A request
 // already decided, expired or executed is refused like a late decision.
 func (b *Broker) ApproveWithGrant(ctx context.Context, id, supervisor, reason string, d time.Duration) (*store.Approval, *store.Grant, error) {
+	return b.approveWithGrant(ctx, id, supervisor, reason, d, false)
+}
+
+// approveWithGrant approves with a grant for the session, or with scoped
+// for the request's workspace and agent.
+func (b *Broker) approveWithGrant(ctx context.Context, id, supervisor, reason string, d time.Duration, scoped bool) (*store.Approval, *store.Grant, error) {
 	if err := b.checkSupervisor(supervisor); err != nil {
 		return nil, nil, err
 	}
@@ -58,12 +65,21 @@ func (b *Broker) ApproveWithGrant(ctx context.Context, id, supervisor, reason st
 	}
 	t := transition(store.Approved, audit.DecisionApproved, supervisor, CleanReason(reason))
 	rec := b.decisionRecord(cur, t)
-	a, g, err := b.o.Store.DecideWithGrant(ctx, id, t, NewID(), d, rec)
+	var a *store.Approval
+	var g *store.Grant
+	if scoped {
+		if fileChange[cur.Tool] {
+			return nil, nil, fmt.Errorf("%s changes files; it can be granted for its session only: %w", cur.Tool, store.ErrGrantScope)
+		}
+		a, g, err = b.o.Store.DecideWithScopedGrant(ctx, id, t, NewID(), d, ScopeHash(cur.Tool, cur.Args, cur.Workspace, cur.Agent), rec)
+	} else {
+		a, g, err = b.o.Store.DecideWithGrant(ctx, id, t, NewID(), d, rec)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	b.notify(id)
-	b.log.Info("approval request approved with a grant", "id", id, "grant", g.ID, "by", supervisor, "until", g.ExpiresAt.Format(time.RFC3339))
+	b.log.Info("approval request approved with a grant", "id", id, "grant", g.ID, "scope", g.Scope(), "by", supervisor, "until", g.ExpiresAt.Format(time.RFC3339))
 	return a, g, nil
 }
 
@@ -121,4 +137,35 @@ func (b *Broker) checkSupervisor(supervisor string) error {
 		return fmt.Errorf("%q: %w (configured: %v)", supervisor, ErrNotSupervisor, b.o.Supervisors)
 	}
 	return nil
+}
+
+// ScopeHash binds a call to its workspace and agent rather than its
+// session: the key of a workspace+agent grant. It is BindingHash with a
+// session no real session can be (it starts with a NUL byte).
+func ScopeHash(tool string, canonicalArgs json.RawMessage, workspace, agent string) string {
+	return BindingHash(tool, canonicalArgs, workspace, "\x00agent:"+agent)
+}
+
+// scopeHashOf is the scope hash a request can be granted under: none for a
+// call that changes files (where a change lands is bound per request and
+// checked again each time; a grant for every session could not carry
+// that), nor for a request without a workspace. Agent "" is the default
+// agent.
+func scopeHashOf(tool string, args json.RawMessage, req *Request) string {
+	if len(req.Targets) > 0 || fileChange[tool] || req.Workspace == "" {
+		return ""
+	}
+	return ScopeHash(tool, args, req.Workspace, req.Agent)
+}
+
+// fileChange are the tools whose calls change files at targets.
+var fileChange = map[string]bool{"write_file": true, "edit_file": true, "apply_patch": true, "delete_file": true}
+
+// ApproveWithScopedGrant is ApproveWithGrant with a grant for the
+// request's workspace and agent: the same call in any session of that
+// agent there (another `warden tool call` process, a reconnected MCP
+// client) runs without asking until the grant expires. A file-changing
+// call is granted per session only (store.ErrGrantScope).
+func (b *Broker) ApproveWithScopedGrant(ctx context.Context, id, supervisor, reason string, d time.Duration) (*store.Approval, *store.Grant, error) {
+	return b.approveWithGrant(ctx, id, supervisor, reason, d, true)
 }

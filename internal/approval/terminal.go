@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,10 @@ import (
 
 // maxAnswerLine bounds one line typed at the prompt.
 const maxAnswerLine = 4096
+
+// maxGrantAsked is what "s" asks for without minutes: the broker caps it
+// at grant_max_minutes.
+const maxGrantAsked = 24 * time.Hour
 
 // Terminal is the prompt on this process's terminal. It reads answers from
 // in without blocking past ctx's end (it polls the descriptor), so a
@@ -41,8 +46,12 @@ func NewTerminal(in *os.File, out io.Writer) *Terminal {
 
 var _ Prompter = (*Terminal)(nil)
 
-// Prompt implements Prompter: y approves, n denies (with a reason asked
-// next, or typed after it: "n not now"), a aborts the run. EOF denies.
+// Prompt implements Prompter: y approves once; n denies (with a reason
+// asked next, or typed after it: "n not now"); s approves and grants the
+// same call for the session ("s 15": for 15 minutes; default and cap
+// grant_max_minutes); w grants it for every session of the agent in the
+// workspace (not for calls that change files); a approves always, writing
+// the rule shown into the user config; q stops the run. EOF denies.
 func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 	select {
 	case t.sem <- struct{}{}:
@@ -60,8 +69,16 @@ func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 		fmt.Fprintf(t.out, "  risk:    %s\n", strings.ReplaceAll(Printable(p.Risk, 4000), `\n`, "\n           "))
 	}
 	fmt.Fprintf(t.out, "  expires: %s (in %s)\n", p.ExpiresAt.Format(time.RFC3339), time.Until(p.ExpiresAt).Round(time.Second))
+	always, alwaysErr := ProposeAlways(p.Tool, p.Args, p.Workspace, nil)
+	if alwaysErr == nil {
+		fmt.Fprintf(t.out, "  always:  %s\n", strings.ReplaceAll(Printable(DescribeRules(always), 2000), `\n`, "\n           "))
+	}
+	keys := "[y]es · [n]o · [s]ession [MIN] · [w]orkspace+agent [MIN] · [a]lways · [q]uit"
+	if p.Session == "" {
+		keys = "[y]es · [n]o · [w]orkspace+agent [MIN] · [a]lways · [q]uit"
+	}
 	for range 5 {
-		fmt.Fprint(t.out, "Approve? [y]es / [n]o / [a]bort: ")
+		fmt.Fprintf(t.out, "Approve? %s: ", keys)
 		line, err := t.readLine(ctx)
 		if err != nil {
 			if errors.Is(err, ctx.Err()) {
@@ -73,8 +90,34 @@ func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 		switch strings.ToLower(word) {
 		case "y", "yes":
 			return Answer{Approve: true}, nil
-		case "a", "abort":
+		case "q", "quit", "abort":
 			return Answer{Abort: true}, nil
+		case "a", "always":
+			if alwaysErr != nil {
+				fmt.Fprintf(t.out, "No lasting rule can cover this call (%s); answer y, s or n.\n", Printable(alwaysErr.Error(), 300))
+				continue
+			}
+			return Answer{Approve: true, Always: true}, nil
+		case "s", "session", "w", "workspace":
+			wide := strings.HasPrefix(strings.ToLower(word), "w")
+			switch {
+			case !wide && p.Session == "":
+				fmt.Fprintln(t.out, "This request has no session to grant; answer y, w, a or n.")
+				continue
+			case wide && (fileChange[p.Tool] || p.Workspace == ""):
+				fmt.Fprintln(t.out, "This call can be granted for its session only (it changes files, or has no workspace).")
+				continue
+			}
+			d := maxGrantAsked
+			if rest = strings.TrimSpace(rest); rest != "" {
+				m, err := strconv.Atoi(rest)
+				if err != nil || m < 1 {
+					fmt.Fprintln(t.out, "Minutes must be a positive number (s 15).")
+					continue
+				}
+				d = time.Duration(m) * time.Minute
+			}
+			return Answer{Approve: true, Grant: d, WorkspaceGrant: wide}, nil
 		case "n", "no":
 			if strings.TrimSpace(rest) == "" {
 				fmt.Fprint(t.out, "Reason (told to the agent): ")
@@ -84,7 +127,7 @@ func (t *Terminal) Prompt(ctx context.Context, p *Pending) (Answer, error) {
 			}
 			return Answer{Reason: strings.TrimSpace(rest)}, nil
 		}
-		fmt.Fprintln(t.out, "Please answer y, n or a.")
+		fmt.Fprintln(t.out, "Please answer y, n, s, a or q.")
 	}
 	return Answer{Reason: "no valid answer at the terminal"}, nil
 }

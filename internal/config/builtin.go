@@ -74,7 +74,7 @@ func groupsOf(tool string, userGroups map[string][]string) []string {
 	return out
 }
 
-var modeRank = map[string]int{ModeYolo: 0, ModeConfirmSensitive: 1, ModeConfirmAll: 2}
+var modeRank = map[string]int{ModeYolo: 0, ModeAuto: 1, ModeConfirmSensitive: 2, ModeConfirmAll: 3}
 var policyRank = map[string]int{PolicyAllow: 0, PolicySupervised: 1, PolicyDeny: 2}
 var landlockRank = map[string]int{"off": 0, "auto": 1, "on": 2}
 

@@ -11,8 +11,11 @@ type Config struct {
 	LLM       LLM              `toml:"llm" yaml:"llm" json:"llm"`
 	MCP       MCP              `toml:"mcp" yaml:"mcp" json:"mcp"`
 	Agents    map[string]Agent `toml:"agents" yaml:"agents" json:"agents,omitempty"`
-	Store     Store            `toml:"store" yaml:"store" json:"store"`
-	Telemetry Telemetry        `toml:"telemetry" yaml:"telemetry" json:"telemetry"`
+	// Rules are the [[rules]]: word-prefix command rules, path, host and
+	// tool rules (internal/rules).
+	Rules     []Rule    `toml:"rules" yaml:"rules" json:"rules,omitempty"`
+	Store     Store     `toml:"store" yaml:"store" json:"store"`
+	Telemetry Telemetry `toml:"telemetry" yaml:"telemetry" json:"telemetry"`
 	// Checkpoints is [checkpoints] (checkpoints.go).
 	Checkpoints Checkpoints `toml:"checkpoints" yaml:"checkpoints" json:"checkpoints"`
 
@@ -43,10 +46,16 @@ type Commands struct {
 
 // Confirmation modes.
 const (
-	ModeYolo             = "yolo"
+	ModeYolo = "yolo"
+	// ModeAuto runs unasked what stays inside a healthy jail; without a
+	// working jail it is exactly confirm-sensitive.
+	ModeAuto             = "auto"
 	ModeConfirmSensitive = "confirm-sensitive"
 	ModeConfirmAll       = "confirm-all"
 )
+
+// Modes are the confirmation modes, loosest first.
+var Modes = []string{ModeYolo, ModeAuto, ModeConfirmSensitive, ModeConfirmAll}
 
 // Policies.
 const (

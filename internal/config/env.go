@@ -18,7 +18,7 @@ var envVars = []struct {
 }{
 	{"WARDEN_MODE", "security.confirm_mode", func(c *Config, v string) error {
 		if _, ok := modeRank[v]; !ok {
-			return fmt.Errorf("must be one of %s, %s, %s", ModeYolo, ModeConfirmSensitive, ModeConfirmAll)
+			return fmt.Errorf("must be one of %s", strings.Join(Modes, ", "))
 		}
 		c.Security.ConfirmMode = v
 		return nil
@@ -89,7 +89,7 @@ func (ld *loader) flags() {
 	if f.Mode != "" {
 		if _, ok := modeRank[f.Mode]; !ok {
 			ld.errs = append(ld.errs, &Error{File: "flags", Key: "--mode", Value: strconv.Quote(f.Mode),
-				Msg: fmt.Sprintf("must be one of %s, %s, %s", ModeYolo, ModeConfirmSensitive, ModeConfirmAll)})
+				Msg: fmt.Sprintf("must be one of %s", strings.Join(Modes, ", "))})
 		} else {
 			ld.cfg.Security.ConfirmMode = f.Mode
 			if err := ld.ceilingForValue("security.confirm_mode", "flags", "--mode"); err != nil {

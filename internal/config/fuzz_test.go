@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/wardenhq/warden/internal/rules"
 )
 
 // loadBytes runs one document through the whole load path as a user config
@@ -94,6 +96,19 @@ func checkInvariants(c *Config) error {
 		}
 		names[s.Name] = true
 	}
+	for i, r := range c.Rules {
+		spec, err := r.Spec()
+		if err != nil {
+			return fmt.Errorf("rule %d: %v", i, err)
+		}
+		cr, err := rules.Compile(spec)
+		if err != nil {
+			return fmt.Errorf("rule %d does not compile: %v", i, err)
+		}
+		if _, err := cr.CheckExamples(r.Match, r.NotMatch); err != nil {
+			return fmt.Errorf("rule %d loaded with a failing example: %v", i, err)
+		}
+	}
 	for name, a := range c.Agents {
 		if a.ConfirmMode != "" && modeRank[a.ConfirmMode] == 0 && a.ConfirmMode != ModeYolo {
 			return fmt.Errorf("agent %s mode %q", name, a.ConfirmMode)
@@ -160,10 +175,13 @@ func fuzzDecode(f *testing.F, format string, seeds []string) {
 
 func FuzzDecodeTOML(f *testing.F) {
 	fuzzDecode(f, "toml", []string{fullTOML, "", "[sandbox]\nbackend = 1\n", "a.b.c = 1\n[a]\n", "[[hooks.post_edit]]\n[[hooks.post_edit]]\ncommand='x'\n",
-		"[security.tool_policy]\ntools = {terminal = 'deny', run_command = 'deny'}\n", "commands = {enabled = false}\n"})
+		"[security.tool_policy]\ntools = {terminal = 'deny', run_command = 'deny'}\n", "commands = {enabled = false}\n",
+		"[[rules]]\ncommand = ['npm', 'run', 'test:*']\ndecision = 'allow'\nmatch = ['npm run test:unit']\nnot_match = ['npm run test-evil']\n",
+		"[[rules]]\ntool = 'write_file'\npath = 'docs/**'\ndecision = 'allow'\nworkspace = '/w'\nid = 'always-1'\n[[rules]]\nhost = '*.x.org'\ndecision = 'ask'\n"})
 }
 
 func FuzzDecodeYAML(f *testing.F) {
 	fuzzDecode(f, "yaml", []string{fullYAML, "", "sandbox: ~\n", "commands:\n  enabled: yes\n", "a: &x 1\nb: *x\n", "1: 2\n",
-		"security:\n  tool_policy:\n    tools: {terminal: deny, shell: deny}\n", "--- \n...\n"})
+		"security:\n  tool_policy:\n    tools: {terminal: deny, shell: deny}\n", "--- \n...\n",
+		"rules:\n  - command: [git, push]\n    decision: deny\n    match: ['bash -c \"git push\"']\n"})
 }

@@ -176,13 +176,7 @@ func load(opts LoadOptions) (*Loaded, []*Error, error) {
 func (ld *loader) trusted() {
 	user := ld.opts.UserFile
 	if user == "" {
-		dir := ""
-		if x, ok := ld.getenv("XDG_CONFIG_HOME"); ok && filepath.IsAbs(x) {
-			dir = filepath.Join(x, "warden")
-		} else if h, ok := ld.getenv("HOME"); ok && filepath.IsAbs(h) {
-			dir = filepath.Join(h, ".config", "warden")
-		}
-		if dir != "" {
+		if dir := UserDir(ld.getenv); dir != "" {
 			f, err := findOne(dir, []string{"config.toml", "config.yaml"})
 			if err != nil {
 				ld.errs = append(ld.errs, err.(*Error))
@@ -204,6 +198,51 @@ func (ld *loader) trusted() {
 			ld.apply(l, "user")
 		}
 	}
+}
+
+// UserDir is the directory of the user config: $XDG_CONFIG_HOME/warden,
+// else ~/.config/warden; "" when neither variable is an absolute path.
+func UserDir(getenv func(string) (string, bool)) string {
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	if x, ok := getenv("XDG_CONFIG_HOME"); ok && filepath.IsAbs(x) {
+		return filepath.Join(x, "warden")
+	} else if h, ok := getenv("HOME"); ok && filepath.IsAbs(h) {
+		return filepath.Join(h, ".config", "warden")
+	}
+	return ""
+}
+
+// UserFile is the user config file: the one present in UserDir
+// (config.toml or config.yaml), else UserDir's config.toml, which may not
+// exist yet.
+func UserFile(getenv func(string) (string, bool)) (string, error) {
+	dir := UserDir(getenv)
+	if dir == "" {
+		return "", errors.New("no user config directory: set HOME or XDG_CONFIG_HOME")
+	}
+	f, err := findOne(dir, []string{"config.toml", "config.yaml"})
+	if err != nil {
+		return "", err
+	}
+	if f == "" {
+		f = filepath.Join(dir, "config.toml")
+	}
+	return f, nil
+}
+
+// FileRules reads, checks and returns the [[rules]] of one trusted file
+// (the user config): the error lists every problem of the file, as Load
+// would.
+func FileRules(path string) ([]Rule, error) {
+	ld := &loader{getenv: os.LookupEnv, cfg: Default(), origin: map[string]string{}}
+	l := ld.file(path, "user", false)
+	if len(ld.errs) > 0 || l == nil {
+		sortErrors(ld.errs)
+		return nil, &Errors{List: ld.errs}
+	}
+	return l.cfg.Rules, nil
 }
 
 func (ld *loader) workspaceDir() (string, error) {

@@ -103,11 +103,11 @@ func TestBadEnvAndFlags(t *testing.T) {
 		flags: Overrides{Mode: "loose"},
 	}.load(t)
 	want := []string{
-		`environment: WARDEN_MODE = "chaos": must be one of yolo, confirm-sensitive, confirm-all`,
+		`environment: WARDEN_MODE = "chaos": must be one of yolo, auto, confirm-sensitive, confirm-all`,
 		`environment: WARDEN_ALLOW_DELETE = "sure": must be true or false`,
 		`environment: WARDEN_DEFAULT_TIMEOUT = "0": must be an integer between 1 and 600`,
 		`environment: WARDEN_MAX_OUTPUT_LINES = "lots": must be an integer between 10 and 5000`,
-		`flags: --mode = "loose": must be one of yolo, confirm-sensitive, confirm-all`,
+		`flags: --mode = "loose": must be one of yolo, auto, confirm-sensitive, confirm-all`,
 	}
 	var got []string
 	for _, e := range errorList(t, err) {

@@ -142,7 +142,7 @@ type ceiling struct {
 // A user's tool policy "allow" loosens a managed confirm_mode =
 // "confirm-all" as surely as a user's confirm_mode would.
 var scopes = [][]string{
-	{"security.confirm_mode", "security.tool_policy.*", "security.tool_groups.*", "security.approval.auto_approve", "agents.*.confirm_mode"},
+	{"security.confirm_mode", "security.tool_policy.*", "security.tool_groups.*", "security.approval.auto_approve", "agents.*.confirm_mode", "rules"},
 	{"security.approval.on_timeout", "security.approval.timeout_secs"},
 	{"security.approval.supervisors", "security.approval.supervisor_id"},
 	{"sandbox.*"},

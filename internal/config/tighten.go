@@ -50,6 +50,7 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 		}
 		return ""
 	},
+	"rules":                        wsRulesCheck,
 	"security.http.timeout_secs":   notAbove(func(b *Config) int64 { return int64(b.Security.HTTP.TimeoutSecs) }),
 	"security.http.max_body_bytes": notAbove(func(b *Config) int64 { return b.Security.HTTP.MaxBodyBytes }),
 	"security.http.allow_hosts":    subsetOf(func(b *Config) []string { return b.Security.HTTP.AllowHosts }),

@@ -54,13 +54,14 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	}
 
 	s := &c.Security
-	l.oneOf("security.confirm_mode", s.ConfirmMode, ModeYolo, ModeConfirmSensitive, ModeConfirmAll)
+	l.oneOf("security.confirm_mode", s.ConfirmMode, Modes...)
 	l.globs("security.mask", s.Mask)
 	l.globs("security.protected", s.Protected)
 	l.validateToolGroups()
 	l.validateToolPolicy(priorGroups)
 	l.validateApproval()
 	l.validateHTTP()
+	l.validateRules()
 	l.validateHooks()
 	l.validateSandbox()
 	l.validateLLM()
@@ -459,7 +460,7 @@ func (l *layer) validateAgents() {
 			l.bad(e, nil, "agent names are made of letters, digits, _ and -")
 		}
 		l.tools(e+".allowed_tools", a.AllowedTools)
-		l.oneOf(e+".confirm_mode", a.ConfirmMode, ModeYolo, ModeConfirmSensitive, ModeConfirmAll)
+		l.oneOf(e+".confirm_mode", a.ConfirmMode, Modes...)
 		l.intRange(e+".max_steps", a.MaxSteps, 1, 10000)
 	}
 }

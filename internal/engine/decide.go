@@ -30,6 +30,7 @@ const (
 	StageArguments   = "arguments"    // the arguments are not a valid object for the schema
 	StageGuard       = "guard"        // a hard guard refused (confinement, masks, blocklist, ...)
 	StagePolicy      = "policy"       // tool/group/default policy or the confirmation mode
+	StageRules       = "rules"        // a [[rules]] entry decided over the policy
 	StageAutoApprove = "auto-approve" // an auto-approve rule approves a supervised call
 	StageGrant       = "grant"        // an active grant approves a supervised call
 )
@@ -53,8 +54,10 @@ type Decision struct {
 	Class string `json:"class,omitempty"`
 	Risk  string `json:"risk,omitempty"`
 	// Policy and PolicyRule are the policy resolution's own verdict
-	// (allow, supervised, deny) and rule, when the call got that far; an
-	// auto-approve rule or a grant then decides a supervised call.
+	// (allow, supervised, deny) and rule, when the call got that far, with
+	// the [[rules]] applied ("rules:ID" or "rules:FILE:LINE" when one
+	// decided); an auto-approve rule or a grant then decides a supervised
+	// call.
 	Policy     string `json:"policy,omitempty"`
 	PolicyRule string `json:"policy_rule,omitempty"`
 	// AutoApprove names the auto-approve rule that approves the call
@@ -62,6 +65,9 @@ type Decision struct {
 	AutoApprove string `json:"auto_approve,omitempty"`
 	// Grant is the active grant that approves the call, when one does.
 	Grant *GrantRef `json:"grant,omitempty"`
+	// Auto says what the auto mode found (the jail's health) and did,
+	// when auto is the mode that decided.
+	Auto string `json:"auto,omitempty"`
 	// Message is what a refused call tells the model (Call's error).
 	Message string `json:"-"`
 
@@ -130,8 +136,13 @@ func (e *Engine) decide(ctx context.Context, name string, args json.RawMessage) 
 	}
 
 	pd := policy.Decide(cfg, e.agent, policy.Call{Tool: t.Name, Group: t.Group, Sensitive: t.Sensitive, CommandClass: d.Class})
+	d.Stage = StagePolicy
+	pd, d.Auto = e.autoDecide(ctx, t, d.facts, pd)
+	if rd, ok := e.applyRules(t, canonArgs, d.facts, pd); ok {
+		pd, d.Stage = rd, StageRules
+	}
 	d.pd, d.Policy, d.PolicyRule = pd, pd.Action.String(), pd.Rule
-	d.Stage, d.Rule, d.Reason = StagePolicy, pd.Rule, pd.Reason
+	d.Rule, d.Reason = pd.Rule, pd.Reason
 	switch pd.Action {
 	case policy.Deny:
 		d.Decision = Deny

@@ -17,6 +17,8 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/policy"
+	"github.com/wardenhq/warden/internal/rules"
+	"github.com/wardenhq/warden/internal/shellpolicy"
 	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
 	"github.com/wardenhq/warden/internal/workspace"
@@ -50,6 +52,16 @@ type Options struct {
 	// the request stays pending (approval.Request.MaxWait). Zero waits for
 	// the decision or the approval timeout.
 	ApprovalWait time.Duration
+	// RulesFile is the user config file a person's "always" (or `warden
+	// rules remove`) changes while the engine runs; when it changes,
+	// ReloadRules gives the rules in force again (the whole configuration
+	// loaded as at the start: managed ceiling and workspace file
+	// included). Either empty: the rules are read once.
+	RulesFile   string
+	ReloadRules func() ([]config.Rule, error)
+	// Jail reports the health of the workspace's jail, for the auto mode;
+	// nil: there is no jail, and auto is confirm-sensitive.
+	Jail JailCheck
 	// Checkpoints records the workspace before each call that may change
 	// it (checkpoint.go); nil records nothing.
 	Checkpoints Checkpointer
@@ -71,6 +83,16 @@ type Engine struct {
 	schemas   map[string]*jsonschema.Resolved
 	now       func() time.Time
 	workRoot  string
+	// rules are the [[rules]] in force in this workspace; rulesMu guards
+	// them and rulesStamp, what RulesFile looked like when they were read.
+	rulesMu    sync.Mutex
+	rules      *rules.Set
+	rulesStamp fileStamp
+	auto       autoState
+	// judgeOpts judge one command of a plain line alone, to see whether the
+	// mode allows it without a rule; made on first use.
+	judgeOnce sync.Once
+	judgeOpts *shellpolicy.Options
 }
 
 // New checks opts and that every tool has a schema.
@@ -88,6 +110,12 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{opts: opts, agent: agent, schemas: map[string]*jsonschema.Resolved{}, now: time.Now}
 	if opts.Env.Root != nil {
 		e.workRoot = opts.Env.Root.Dir()
+	}
+	if e.rules, err = compileRules(opts.Env.Config.Rules, e.workRoot); err != nil {
+		return nil, err
+	}
+	if opts.RulesFile != "" {
+		e.rulesStamp = stampOf(opts.RulesFile)
 	}
 	for _, t := range opts.Registry.List() {
 		if t.Schema == nil {

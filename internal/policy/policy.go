@@ -169,7 +169,7 @@ func Groups(cfg *config.Config, tool, builtin string) []string {
 	return out
 }
 
-var modeRank = map[string]int{config.ModeYolo: 0, config.ModeConfirmSensitive: 1, config.ModeConfirmAll: 2}
+var modeRank = map[string]int{config.ModeYolo: 0, config.ModeAuto: 1, config.ModeConfirmSensitive: 2, config.ModeConfirmAll: 3}
 
 // EffectiveMode is the stricter of the configured mode and the agent's own:
 // an agent's confirm_mode can tighten the mode, never loosen it.

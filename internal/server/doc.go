@@ -7,13 +7,20 @@
 //	GET  /api/approvals?status=pending&limit=N
 //	GET  /api/approvals/stream
 //	GET  /api/approvals/{id}
-//	POST /api/approvals/{id}/approve   {"reason": "…", "grant_minutes": N} (optional body)
+//	GET  /api/approvals/{id}/always    the lasting rule "always" would write
+//	POST /api/approvals/{id}/approve   {"reason": "…", "grant_minutes": N} or {"always": true, "rules": [...]} (optional body)
 //	POST /api/approvals/{id}/deny      {"reason": "…"} (reason required)
 //	GET  /api/grants?all=1
 //	POST /api/grants/{id}/revoke
 //
 // grant_minutes > 0 also grants the exact same call in the same session for
 // N minutes, capped at grant_max_minutes; the answer then holds "grant".
+// With "grant_scope": "workspace" the grant covers the call in every
+// session of the request's agent in its workspace (not for file changes).
+// always writes the narrowest rule that covers the call (or the rules
+// given, which must be allow rules for the request's workspace that still
+// allow the call) into the user config of the user running warden serve;
+// the answer then holds "rules". A denial takes neither.
 // The stream carries approval.requested, approval.decided, grant.created,
 // grant.used, grant.revoked and grant.expired events.
 //
@@ -23,7 +30,7 @@
 //	GET  /signin, POST /signin, POST /signout
 //	GET  /                  the live queue of pending requests and the active grants
 //	GET  /requests/{id}     one request (the link channels send)
-//	POST /requests/{id}/approve | deny (reason) | grant (minutes)
+//	POST /requests/{id}/approve | deny (reason) | grant (minutes) | always (words, exact)
 //	POST /grants/{id}/revoke
 //	GET  /history           audit search (tool, decision, supervisor, event, time) and chain status
 //	GET  /events, /cards/{id}, /grants   the page's own stream and fragments

@@ -149,6 +149,7 @@ func New(o Options) (*Server, error) {
 	s.mux.Handle("GET /api/approvals/stream", s.auth(s.hub.serve))
 	s.mux.Handle("GET /api/approvals/{id}", s.auth(s.show))
 	s.mux.Handle("POST /api/approvals/{id}/approve", s.auth(s.decide(true)))
+	s.mux.Handle("GET /api/approvals/{id}/always", s.auth(s.always))
 	s.mux.Handle("POST /api/approvals/{id}/deny", s.auth(s.decide(false)))
 	s.mux.Handle("GET /api/grants", s.auth(s.grants))
 	s.mux.Handle("POST /api/grants/{id}/revoke", s.auth(s.revoke))
@@ -310,6 +311,16 @@ type DecisionBody struct {
 	// GrantMinutes > 0 on approve also grants the exact same call in the
 	// same session for that many minutes (capped at grant_max_minutes).
 	GrantMinutes int `json:"grant_minutes"`
+	// GrantScope is "session" (default) or "workspace": the grant then
+	// covers the call in every session of the request's agent in its
+	// workspace (not for calls that change files).
+	GrantScope string `json:"grant_scope,omitempty"`
+	// Always on approve also writes a lasting rule into the user config
+	// of the server's user, for the request's workspace: Rules as edited
+	// (allow rules for that workspace that still allow the call), else
+	// the narrowest rule that covers it (GET .../always shows it).
+	Always bool          `json:"always"`
+	Rules  []config.Rule `json:"rules,omitempty"`
 }
 
 // DecodeDecision reads a decision body: at most MaxBody bytes, one JSON
@@ -345,6 +356,32 @@ func DecodeDecision(r io.Reader) (DecisionBody, error) {
 // broker caps it further, at grant_max_minutes).
 const maxGrantMinutes = 1 << 20
 
+// AlwaysApproval is the answer of an approve that wrote lasting rules.
+type AlwaysApproval struct {
+	*store.Approval
+	Rules []config.Rule `json:"rules"`
+}
+
+// always shows the rules an "always" would write for a pending request.
+func (s *Server) always(w http.ResponseWriter, r *http.Request, _ string) {
+	id := r.PathValue("id")
+	if !idPattern.MatchString(id) {
+		writeErr(w, http.StatusNotFound, "no such approval request")
+		return
+	}
+	a, err := s.b.Store().Get(r.Context(), id)
+	if err != nil {
+		writeStoreErr(w, err)
+		return
+	}
+	rs, err := approval.ProposeAlways(a.Tool, a.Args, a.Workspace, nil)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, fmt.Sprintf("no lasting rule covers request %s: %v", id, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rules": rs, "text": approval.DescribeRules(rs)})
+}
+
 // GrantedApproval is the answer of an approve that created a grant: the
 // request's fields, and the grant.
 type GrantedApproval struct {
@@ -363,13 +400,46 @@ func (s *Server) decide(approve bool) authedHandler {
 			writeErr(w, http.StatusBadRequest, "a denial cannot create a grant: grant_minutes is for approve")
 			return
 		}
+		if !approve && (body.Always || body.Rules != nil) {
+			writeErr(w, http.StatusBadRequest, "a denial writes no rule: always is for approve")
+			return
+		}
+		if body.Always && body.GrantMinutes != 0 || body.Rules != nil && !body.Always {
+			writeErr(w, http.StatusBadRequest, "always (with optional rules) and grant_minutes exclude each other; rules need always")
+			return
+		}
 		id, ok := s.expandID(w, r, false)
 		if !ok {
 			return
 		}
+		if body.Always {
+			a, written, err := s.b.ApproveAlways(r.Context(), id, supervisor, body.Reason, body.Rules)
+			switch {
+			case errors.Is(err, approval.ErrAlwaysRule):
+				writeErr(w, http.StatusBadRequest, err.Error())
+				return
+			case errors.Is(err, approval.ErrNoRuleWriter):
+				writeErr(w, http.StatusNotImplemented, err.Error())
+				return
+			case err != nil:
+				writeStoreErr(w, err)
+				return
+			}
+			s.hub.poke()
+			writeJSON(w, http.StatusOK, AlwaysApproval{Approval: a, Rules: written})
+			return
+		}
+		if body.GrantScope != "" && (body.GrantScope != "session" && body.GrantScope != "workspace" || body.GrantMinutes == 0) {
+			writeErr(w, http.StatusBadRequest, `grant_scope is "session" or "workspace", with grant_minutes`)
+			return
+		}
 		if body.GrantMinutes > 0 {
 			d := time.Duration(min(body.GrantMinutes, maxGrantMinutes)) * time.Minute
-			a, g, err := s.b.ApproveWithGrant(r.Context(), id, supervisor, body.Reason, d)
+			grant := s.b.ApproveWithGrant
+			if body.GrantScope == "workspace" {
+				grant = s.b.ApproveWithScopedGrant
+			}
+			a, g, err := grant(r.Context(), id, supervisor, body.Reason, d)
 			if err != nil {
 				writeStoreErr(w, err)
 				return

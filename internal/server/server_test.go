@@ -252,13 +252,14 @@ func TestNewRefuses(t *testing.T) {
 
 func FuzzDecisionBody(f *testing.F) {
 	for _, s := range []string{``, `{}`, `{"reason":"x"}`, `{"reason":"x","decided_by":"bob"}`, `{"reason":1}`, `{"reason":"a"} x`, `{"Reason":"x"}`,
-		`{"grant_minutes":15}`, `{"grant_minutes":-1}`, `{"grant_minutes":"15"}`, `{"grant_minutes":1e3}`, `{"reason":"x","grant_minutes":99999999999999999999}`, strings.Repeat(" ", MaxBody+1)} {
+		`{"grant_minutes":15}`, `{"grant_minutes":-1}`, `{"grant_minutes":"15"}`, `{"grant_minutes":1e3}`, `{"reason":"x","grant_minutes":99999999999999999999}`, strings.Repeat(" ", MaxBody+1),
+		`{"always":true}`, `{"always":true,"rules":[{"command":["make"],"decision":"allow","workspace":"/w"}]}`, `{"rules":[{"x":1}]}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := DecodeDecision(strings.NewReader(s))
 		if err != nil {
-			if d != (DecisionBody{}) {
+			if d.Reason != "" || d.GrantMinutes != 0 || d.Always || d.Rules != nil || d.GrantScope != "" {
 				t.Fatalf("error with a value: %+v", d)
 			}
 			return
@@ -266,12 +267,12 @@ func FuzzDecisionBody(f *testing.F) {
 		if len(s) > MaxBody {
 			t.Fatalf("accepted %d bytes", len(s))
 		}
-		// Whatever was accepted holds no field but reason and
-		// grant_minutes, and never a negative grant.
+		// Whatever was accepted holds no field but reason,
+		// grant_minutes, always and rules, and never a negative grant.
 		var m map[string]json.RawMessage
 		if json.Unmarshal([]byte(s), &m) == nil {
 			for k := range m {
-				if !strings.EqualFold(k, "reason") && !strings.EqualFold(k, "grant_minutes") {
+				if !strings.EqualFold(k, "reason") && !strings.EqualFold(k, "grant_minutes") && !strings.EqualFold(k, "always") && !strings.EqualFold(k, "rules") && !strings.EqualFold(k, "grant_scope") {
 					t.Fatalf("accepted field %q", k)
 				}
 			}

@@ -82,6 +82,7 @@ func (s *Server) registerWeb() {
 	m.Handle("GET /events", w.headers(w.api(s.hub.serve)))
 	m.Handle("POST /requests/{id}/approve", w.headers(w.form(w.decide(true))))
 	m.Handle("POST /requests/{id}/deny", w.headers(w.form(w.decide(false))))
+	m.Handle("POST /requests/{id}/always", w.headers(w.form(w.always)))
 	w.registerGrants(m)
 	w.registerCheckpoints(m)
 }

@@ -85,6 +85,8 @@ type cardView struct {
 	ExpiresMS int64
 	Next      string
 	Grants    bool
+	// Always is the lasting rule "always" would write (nil: none fits).
+	Always *alwaysView
 }
 
 // cardOf renders a request's card. Its forms carry an empty csrf field
@@ -98,6 +100,7 @@ func (w *web) cardOf(a *store.Approval, next string) cardView {
 	v.Expired = a.State == store.Pending && !v.Pending
 	if v.Pending {
 		v.Left = fmtLeft(a.ExpiresAt.Sub(now))
+		v.Always = alwaysOf(a.Tool, a.Args, a.Workspace)
 	}
 	return v
 }

@@ -223,3 +223,20 @@ type PolicyError struct {
 func (e *PolicyError) Error() string {
 	return fmt.Sprintf("command blocked by rule %s at %s: %s", e.Rule, e.Pos, e.Reason)
 }
+
+// Runs returns every argv the judge resolved, in the order judged: the
+// simple commands and the commands wrappers run (env, timeout, nice,
+// xargs, find -exec …), at every depth. A word not known before run time
+// is its source text. unseen is true when code the judge cannot see runs
+// somewhere (eval of an unknown string, a script): any command may run.
+// Rules that must catch a command wherever a line runs it match these.
+func (v *Verdict) Runs() (argvs [][]string, unseen bool) {
+	for _, r := range v.runs {
+		if r.anything {
+			unseen = true
+			continue
+		}
+		argvs = append(argvs, r.argv)
+	}
+	return argvs, unseen
+}

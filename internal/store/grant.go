@@ -37,6 +37,23 @@ type Grant struct {
 	Seq int64 `json:"seq"`
 }
 
+// Grant scopes: a session grant covers the call in one session; a
+// workspace+agent grant (Session "") covers it for every session of the
+// agent in the workspace: separate `warden tool call` processes and
+// reconnecting MCP clients.
+const (
+	ScopeSession        = "session"
+	ScopeWorkspaceAgent = "workspace+agent"
+)
+
+// Scope is the grant's scope (ScopeSession or ScopeWorkspaceAgent).
+func (g *Grant) Scope() string {
+	if g.Session == "" {
+		return ScopeWorkspaceAgent
+	}
+	return ScopeSession
+}
+
 // Active reports whether g can still be used at now.
 func (g *Grant) Active(now time.Time) bool {
 	return g.RevokedAt.IsZero() && now.Before(g.ExpiresAt)
@@ -61,8 +78,17 @@ type Grants interface {
 	// session, valid for d from the store's now. rec is the decision's
 	// audit row. A request without a session cannot get a grant.
 	DecideWithGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, rec *audit.Record) (*Approval, *Grant, error)
-	// UseGrant looks for an active grant matching a (tool, arguments,
-	// args_hash, workspace, session). If there is one, it counts a use and
+	// DecideWithScopedGrant is DecideWithGrant for a grant scoped to the
+	// request's workspace and agent (every session): the grant is bound to
+	// scopeHash, which the caller computes from the request's tool,
+	// arguments, workspace and agent (approval.ScopeHash; "" is the
+	// default agent). A request without a workspace cannot get one
+	// (ErrGrantScope).
+	DecideWithScopedGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, scopeHash string, rec *audit.Record) (*Approval, *Grant, error)
+	// UseGrant looks for an active grant matching a: a session grant
+	// (tool, arguments, args_hash, workspace, session), or, when
+	// a.ScopeHash is set, a workspace+agent grant (tool, arguments,
+	// ScopeHash, workspace, agent). If there is one, it counts a use and
 	// inserts a as APPROVED (decision "granted", decided by the grant's
 	// creator, already claimed) with rec as its audit row; otherwise it
 	// returns ErrNoGrant and stores nothing.
@@ -157,6 +183,20 @@ func grantRecord(g *Grant, event, by string) *audit.Record {
 
 // DecideWithGrant implements Grants.
 func (s *DB) DecideWithGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, rec *audit.Record) (*Approval, *Grant, error) {
+	return s.decideWithGrant(ctx, id, t, grantID, d, "", rec)
+}
+
+// DecideWithScopedGrant implements Grants.
+func (s *DB) DecideWithScopedGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, scopeHash string, rec *audit.Record) (*Approval, *Grant, error) {
+	if scopeHash == "" {
+		return nil, nil, fmt.Errorf("failed to grant on approval request %s: a workspace+agent grant needs its scope hash", id)
+	}
+	return s.decideWithGrant(ctx, id, t, grantID, d, scopeHash, rec)
+}
+
+// decideWithGrant approves and grants: for the session, or with scopeHash
+// for the workspace and agent.
+func (s *DB) decideWithGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, scopeHash string, rec *audit.Record) (*Approval, *Grant, error) {
 	if t.To != Approved {
 		return nil, nil, fmt.Errorf("failed to grant on approval request %s: only an approval creates a grant, not %s", id, t.To)
 	}
@@ -170,16 +210,23 @@ func (s *DB) DecideWithGrant(ctx context.Context, id string, t Transition, grant
 		if err != nil {
 			return err
 		}
-		if cur.Session == "" {
+		switch {
+		case scopeHash == "" && cur.Session == "":
 			return fmt.Errorf("approval request %s has no session: %w", id, ErrGrantScope)
+		case scopeHash != "" && cur.Workspace == "":
+			return fmt.Errorf("approval request %s has no workspace: %w", id, ErrGrantScope)
 		}
 		if out, err = s.decideIn(ctx, tx, id, "decide", t, true, rec); err != nil {
 			return err
 		}
+		hash, session := out.ArgsHash, out.Session
+		if scopeHash != "" {
+			hash, session = scopeHash, ""
+		}
 		now := s.now()
 		err = s.queryRow(ctx, tx, `INSERT INTO grants (`+grantCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 'created', `+nextGrantSeq+`) RETURNING seq`,
-			grantID, out.ID, out.Tool, out.ArgsHash, string(out.Args), out.Workspace, out.Session, out.Agent,
+			grantID, out.ID, out.Tool, hash, string(out.Args), out.Workspace, session, out.Agent,
 			t.By, now.UnixMilli(), now.Add(d).UnixMilli()).Scan(new(int64))
 		if err != nil {
 			return err
@@ -199,8 +246,12 @@ func (s *DB) DecideWithGrant(ctx context.Context, id string, t Transition, grant
 func (s *DB) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (*Grant, error) {
 	// Most supervised calls have no grant: find out without the write lock.
 	var n int
-	err := s.queryRow(ctx, s.db, `SELECT COUNT(*) FROM grants WHERE args_hash = ? AND revoked_at = 0 AND expires_at > ?`,
-		a.ArgsHash, s.now().UnixMilli()).Scan(&n)
+	scope := a.ScopeHash
+	if scope == "" {
+		scope = "-" // matches no hash
+	}
+	err := s.queryRow(ctx, s.db, `SELECT COUNT(*) FROM grants WHERE args_hash IN (?, ?) AND revoked_at = 0 AND expires_at > ?`,
+		a.ArgsHash, scope, s.now().UnixMilli()).Scan(&n)
 	if err != nil {
 		return nil, fmt.Errorf("failed to look for a grant: %w", err)
 	}
@@ -212,9 +263,10 @@ func (s *DB) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (*Gra
 		now := s.now()
 		var err error
 		g, err = scanGrant(s.queryRow(ctx, tx, `SELECT `+grantCols+` FROM grants
-			WHERE args_hash = ? AND tool = ? AND arguments = ? AND workspace = ? AND session_id = ?
+			WHERE tool = ? AND arguments = ? AND workspace = ?
+			AND ((args_hash = ? AND session_id = ?) OR (args_hash = ? AND session_id = '' AND agent = ?))
 			AND revoked_at = 0 AND expires_at > ? ORDER BY expires_at DESC LIMIT 1`,
-			a.ArgsHash, a.Tool, string(a.Args), a.Workspace, a.Session, now.UnixMilli()))
+			a.Tool, string(a.Args), a.Workspace, a.ArgsHash, a.Session, scope, a.Agent, now.UnixMilli()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoGrant
 		}

@@ -74,6 +74,10 @@ type Approval struct {
 	Owner     Owner     `json:"owner"`
 	// Seq orders changes: every insert or update takes the next value.
 	Seq int64 `json:"seq"`
+	// ScopeHash binds the call to its workspace and agent, not its session
+	// (approval.ScopeHash), so that UseGrant finds a workspace+agent grant;
+	// it is not stored. "" when such grants cannot cover the call.
+	ScopeHash string `json:"-"`
 }
 
 // Transition is a decision or resolution applied to a PENDING request.

@@ -12,6 +12,7 @@ const (
 	tgApprove = "a"
 	tgDeny    = "d"
 	tgGrant   = "g" // approve, and allow the same call in the session for GrantDuration
+	tgAlways  = "r" // approve, and write the lasting rule the message shows
 )
 
 // command is a supervisor's text: "/approve ID [reason]",
@@ -32,7 +33,7 @@ var (
 
 func parseCallback(data string) (action, id string, ok bool) {
 	action, id, ok = strings.Cut(data, ":")
-	if !ok || (action != tgApprove && action != tgDeny && action != tgGrant) || !tgIDPatt.MatchString(id) {
+	if !ok || (action != tgApprove && action != tgDeny && action != tgGrant && action != tgAlways) || !tgIDPatt.MatchString(id) {
 		return "", "", false
 	}
 	return action, id, true

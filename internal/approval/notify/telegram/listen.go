@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/notify"
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -228,9 +229,12 @@ func (t *Channel) handleCallback(ctx context.Context, d approval.Decider, u *tgU
 		return
 	}
 	var msg, outcome string
-	if action == tgGrant {
+	switch action {
+	case tgGrant:
 		msg, outcome = t.grant(ctx, d, id, sup)
-	} else {
+	case tgAlways:
+		msg, outcome = t.always(ctx, d, id, sup)
+	default:
 		msg, outcome = t.decide(ctx, d, id, sup, true, "")
 	}
 	t.answerCallback(ctx, cb.ID, msg)
@@ -275,6 +279,41 @@ func (t *Channel) grant(ctx context.Context, d approval.Decider, id, sup string)
 	until := gr.ExpiresAt.UTC().Format("15:04 UTC")
 	return "Approved; the same call is allowed until " + until + ".",
 		"✅ Approved by " + a.DecidedBy + "; the same call in this session is allowed until " + until + " (grant " + gr.ID + ")."
+}
+
+// Alwayser approves and writes a lasting rule (Broker.ApproveAlways); an
+// approval.Decider that is also an Alwayser gets the "approve always"
+// button.
+type Alwayser interface {
+	ApproveAlways(ctx context.Context, id, supervisor, reason string, rs []config.Rule) (*store.Approval, []config.Rule, error)
+}
+
+// always approves id and writes the narrowest rule that covers it (the one
+// the message showed), when d can.
+func (t *Channel) always(ctx context.Context, d approval.Decider, id, sup string) (answer, outcome string) {
+	al, ok := d.(Alwayser)
+	if !ok {
+		return "\"Always\" is not available here; approve or deny.", ""
+	}
+	cur, err := d.Store().Get(ctx, id)
+	if err != nil {
+		return t.outcomeOf(nil, err, id, sup)
+	}
+	if _, ok := alwaysShowable(cur.Tool, cur.Args, cur.Workspace); !ok {
+		return "No lasting rule from Telegram for this call (none fits, or it holds redacted text); use the page or the CLI.", ""
+	}
+	a, rs, err := al.ApproveAlways(ctx, id, sup, "approved always from Telegram", nil)
+	if errors.Is(err, approval.ErrAlwaysRule) || errors.Is(err, approval.ErrNoRuleWriter) {
+		return "No lasting rule: " + approval.Printable(err.Error(), 150), ""
+	}
+	if err != nil && a != nil && a.State == store.Approved {
+		return "Approved once; the rule was not written.", "✅ Approved once by " + a.DecidedBy + "; the lasting rule was not written: " + approval.Printable(err.Error(), 200)
+	}
+	if err != nil {
+		return t.outcomeOf(a, err, id, sup)
+	}
+	return "Approved always.", "✅ Approved always by " + a.DecidedBy + ": " + approval.Printable(approval.DescribeRules(rs), 400) +
+		" (warden rules remove " + rs[0].ID + ")"
 }
 
 // decide applies a decision and says what happened: the short answer for

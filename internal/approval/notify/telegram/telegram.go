@@ -2,9 +2,11 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/approval/notify"
+	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/config"
 )
 
 // DefaultAPI is the Bot API base URL.
@@ -117,6 +121,21 @@ func New(o Options) (*Channel, error) {
 	return t, nil
 }
 
+// alwaysShowable is the rule "always" would write for a call, when a chat
+// may see it: not when the message redacts part of the arguments (a token
+// in a command line), which the rule would carry whole.
+func alwaysShowable(tool string, args json.RawMessage, workspace string) ([]config.Rule, bool) {
+	rs, err := approval.ProposeAlways(tool, args, workspace, nil)
+	if err != nil {
+		return nil, false
+	}
+	var raw, clean any
+	if json.Unmarshal(args, &raw) != nil || json.Unmarshal(audit.Sanitize(args, 1<<20), &clean) != nil || !reflect.DeepEqual(raw, clean) {
+		return nil, false
+	}
+	return rs, true
+}
+
 // tgKeyboard is the message's buttons: Deny only when the message shows an
 // excerpt of the call (cut), which must not be approved from here.
 func tgKeyboard(p *approval.Pending, cut bool) map[string]any {
@@ -131,6 +150,9 @@ func tgKeyboard(p *approval.Pending, cut bool) map[string]any {
 	if p.Session != "" { // a grant is scoped to a session
 		rows = append(rows, []map[string]string{{"text": "✅ Approve + allow this exact call for 15 min", "callback_data": tgGrant + ":" + p.ID}})
 	}
+	if _, ok := alwaysShowable(p.Tool, p.Args, p.Workspace); ok {
+		rows = append(rows, []map[string]string{{"text": "♾ Approve always (the rule shown)", "callback_data": tgAlways + ":" + p.ID}})
+	}
 	return map[string]any{"inline_keyboard": rows}
 }
 
@@ -140,6 +162,9 @@ func (t *Channel) Notify(_ context.Context, p *approval.Pending) error {
 	decide := "Approve or deny with the buttons, or reply /approve " + p.ID + " or /deny " + p.ID + " reason: …"
 	if sum.Cut {
 		decide = sum.TooLong() + "\nIt cannot be approved from Telegram. Deny with the button, or reply /deny " + p.ID + " reason: …"
+	}
+	if rs, ok := alwaysShowable(p.Tool, p.Args, p.Workspace); ok && !sum.Cut {
+		decide += "\nAlways would write: " + approval.Printable(approval.DescribeRules(rs), 600)
 	}
 	text, blocks := sum.Text(decide, "")
 	expires := p.ExpiresAt
