@@ -25,6 +25,7 @@ const (
 	searchMaxFileSize    = 10 << 20 // larger files are skipped
 	searchMaxLine        = 240      // longer lines are cut around the match
 	searchBinaryProbe    = 8 << 10  // a NUL in this many first bytes marks a binary file
+	searchFirstRead      = 64 << 10 // the first read of a file, before it is known not to be binary
 	searchContext        = 2        // lines of context search_code shows around a match
 	searchMaxPattern     = 4096
 )
@@ -385,15 +386,17 @@ const (
 	skipUnreadable
 )
 
-// readForSearch reads rel through fsys into buf (grown as needed).
+// readForSearch reads rel through fsys into buf (grown as needed). A
+// file is known to be binary from its first bytes: a large one is read
+// in two steps so that the rest of a binary file is never read.
 func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, skipReason, error) {
 	f, err := fsys.Open(rel)
 	if err != nil {
 		return nil, buf, skipUnreadable, err
 	}
 	defer f.Close()
-	if cap(buf) < 64<<10 {
-		buf = make([]byte, 0, 64<<10)
+	if cap(buf) < searchFirstRead {
+		buf = make([]byte, 0, searchFirstRead)
 	}
 	buf = buf[:0]
 	// With the size known at open, read exactly that much: a file that
@@ -407,6 +410,7 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 		}
 		buf = slices.Grow(buf, int(want))
 	}
+	probed := false
 	for want < 0 || int64(len(buf)) < want {
 		if len(buf) == cap(buf) {
 			if len(buf) > searchMaxFileSize {
@@ -414,7 +418,11 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 			}
 			buf = slices.Grow(buf, len(buf))
 		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
+		end := cap(buf)
+		if !probed {
+			end = min(end, searchFirstRead)
+		}
+		n, err := f.Read(buf[len(buf):end])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			break
@@ -422,16 +430,23 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 		if err != nil {
 			return nil, buf, skipUnreadable, err
 		}
+		if !probed && len(buf) >= searchBinaryProbe {
+			if hasNUL(buf) {
+				return nil, buf, skipBinary, nil
+			}
+			probed = true
+		}
 	}
 	if len(buf) > searchMaxFileSize {
 		return nil, buf, skipLarge, nil
 	}
-	probe := buf
-	if len(probe) > searchBinaryProbe {
-		probe = probe[:searchBinaryProbe]
-	}
-	if indexByteFrom(probe, 0, 0) < len(probe) {
+	if !probed && hasNUL(buf) {
 		return nil, buf, skipBinary, nil
 	}
 	return buf, buf, skipNone, nil
+}
+
+// hasNUL reports whether the first searchBinaryProbe bytes of b hold a NUL.
+func hasNUL(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), searchBinaryProbe)], 0) >= 0
 }
