@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"runtime"
 	"slices"
@@ -222,13 +223,13 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 		onFile: func(w int, e *entry) {
 			if e.depth == 0 {
 				// A file named as the path: its errors are the caller's.
-				bufs[w], rootErr = searchFile(env.FS, m, e.rel, bufs[w], context, limit, c)
+				bufs[w], rootErr = searchFile(env.FS, m, e, bufs[w], context, limit, c)
 				return
 			}
 			if glob != nil && !glob(e, root) {
 				return
 			}
-			bufs[w], _ = searchFile(env.FS, m, e.rel, bufs[w], context, limit, c)
+			bufs[w], _ = searchFile(env.FS, m, e, bufs[w], context, limit, c)
 		},
 	})
 	if err == nil {
@@ -308,8 +309,9 @@ func compileGlob(glob string) (func(e *entry, root string) bool, error) {
 // searchFile searches one file and hands its result to c. buf is the
 // worker's reusable read buffer; the possibly grown buffer is returned,
 // with the error that made the file unreadable, if any.
-func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, limit int, c *collector) ([]byte, error) {
-	data, buf, skip, err := readForSearch(fsys, rel, buf)
+func searchFile(fsys workspace.FS, m *matcher, e *entry, buf []byte, context, limit int, c *collector) ([]byte, error) {
+	rel := e.rel
+	data, buf, skip, err := readForSearch(fsys, e, buf)
 	if skip != skipNone {
 		c.skip(skip == skipBinary, skip == skipLarge, skip == skipUnreadable)
 		return buf, err
@@ -386,11 +388,23 @@ const (
 	skipUnreadable
 )
 
-// readForSearch reads rel through fsys into buf (grown as needed). A
+// entryOpener is implemented by a file system that opens the entries of
+// its own listings without checking their names again (workspace.Root).
+type entryOpener interface {
+	OpenEntry(e fs.DirEntry) (io.ReadCloser, error)
+}
+
+// readForSearch reads e through fsys into buf (grown as needed). A
 // file is known to be binary from its first bytes: a large one is read
 // in two steps so that the rest of a binary file is never read.
-func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, skipReason, error) {
-	f, err := fsys.Open(rel)
+func readForSearch(fsys workspace.FS, e *entry, buf []byte) ([]byte, []byte, skipReason, error) {
+	var f io.ReadCloser
+	var err error
+	if o, ok := fsys.(entryOpener); ok && e.d != nil {
+		f, err = o.OpenEntry(e.d)
+	} else {
+		f, err = fsys.Open(e.rel)
+	}
 	if err != nil {
 		return nil, buf, skipUnreadable, err
 	}
