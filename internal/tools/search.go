@@ -422,7 +422,6 @@ func readForSearch(fsys workspace.FS, e *entry, buf []byte) ([]byte, []byte, ski
 		if want > searchMaxFileSize {
 			return nil, buf, skipLarge, nil
 		}
-		buf = slices.Grow(buf, int(want))
 	}
 	probed := false
 	for want < 0 || int64(len(buf)) < want {
@@ -430,7 +429,7 @@ func readForSearch(fsys workspace.FS, e *entry, buf []byte) ([]byte, []byte, ski
 			if len(buf) > searchMaxFileSize {
 				return nil, buf, skipLarge, nil
 			}
-			buf = slices.Grow(buf, len(buf))
+			buf = grow(buf, 2*len(buf))
 		}
 		end := cap(buf)
 		if !probed {
@@ -449,6 +448,7 @@ func readForSearch(fsys workspace.FS, e *entry, buf []byte) ([]byte, []byte, ski
 				return nil, buf, skipBinary, nil
 			}
 			probed = true
+			buf = grow(buf, int(want)) // the rest in one more read
 		}
 	}
 	if len(buf) > searchMaxFileSize {
@@ -458,6 +458,16 @@ func readForSearch(fsys workspace.FS, e *entry, buf []byte) ([]byte, []byte, ski
 		return nil, buf, skipBinary, nil
 	}
 	return buf, buf, skipNone, nil
+}
+
+// grow returns buf with room for n bytes, at least doubling its capacity
+// when it has to move it: a worker's buffer is then replaced a few times per
+// search, not at every larger file.
+func grow(buf []byte, n int) []byte {
+	if n <= cap(buf) {
+		return buf
+	}
+	return append(make([]byte, 0, max(n, 2*cap(buf))), buf...)
 }
 
 // hasNUL reports whether the first searchBinaryProbe bytes of b hold a NUL.
