@@ -13,10 +13,12 @@ STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
 # where goroutines share state (brokers and their channels, the store, the
 # HTTP server and its streams, the engine, MCP sessions, the agent loop, the
 # audit sinks, the composition that wires them, the sandbox's workers, streams
-# and control socket, the command runner).
+# and control socket, the command runner, the checkpoint scanner).
 RACE_PKGS ?= ./internal/approval/... ./internal/store/... ./internal/server/... ./internal/engine/... \
 	./internal/mcp/... ./internal/agent/... ./internal/audit/... ./internal/app/... \
-	./internal/sandbox/... ./internal/command/...
+	./internal/sandbox/... ./internal/command/... ./internal/checkpoint/...
+# The egress proxy's connections, questions and audit share state too.
+RACE_PKGS += ./internal/egress/...
 
 # The whole test suite, as CI runs it (CI also sets WARDEN_REQUIRE_SANDBOX=1,
 # so a test that needs the jail fails instead of skipping): the checks, the
@@ -46,6 +48,7 @@ lint:
 
 race:
 	$(GO) test -race -count=1 -timeout 40m $(RACE_PKGS)
+	$(GO) test -race -count=1 -run 'Concurrent' ./internal/shellpolicy/
 
 # Run every fuzz target for FUZZTIME each (default 30s).
 FUZZTIME ?= 30s

@@ -1,10 +1,17 @@
-// Command approvals loads a real `warden serve` on loopback: it keeps about
-// -pending requests waiting in the database, runs -clients concurrent
-// supervisors that list pending requests and decide them for -duration, and
-// then checks the database: no lost and no double decision, and an intact
-// audit chain. It prints p50/p99 latencies.
+// Command approvals loads real `warden serve` processes on loopback: it
+// keeps about -pending requests waiting in the database, runs -clients
+// concurrent supervisors that list pending requests and decide them for
+// -duration, spread over -replicas servers sharing the database, and then
+// checks the database: no lost and no double decision, and an intact audit
+// chain. It prints p50/p99 latencies of list and decide, and how long a new
+// request takes to reach each server's event stream (what the supervisor
+// page shows).
 //
-//	go run ./bench/approvals -warden ./warden
+//	go run ./bench/approvals -warden ./warden [-store sqlite|postgres] [-replicas N]
+//
+// With -store postgres, WARDEN_TEST_POSTGRES_URL names a server (an
+// administrator's URL, as scripts/postgres prints it); the benchmark
+// creates a fresh database in it.
 package main
 
 import (
@@ -16,6 +23,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -35,8 +45,10 @@ func main() {
 	clients := flag.Int("clients", 50, "concurrent API clients")
 	duration := flag.Duration("duration", 30*time.Second, "how long the clients run")
 	pending := flag.Int("pending", 1000, "pending requests kept in the database")
+	backend := flag.String("store", "sqlite", "sqlite or postgres")
+	replicas := flag.Int("replicas", 1, "warden serve processes sharing the database")
 	flag.Parse()
-	if err := run(*wardenBin, *clients, *duration, *pending); err != nil {
+	if err := run(*wardenBin, *backend, *replicas, *clients, *duration, *pending); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: error:", err)
 		os.Exit(1)
 	}
@@ -44,18 +56,56 @@ func main() {
 
 const nSup = 5
 
-func run(bin string, clients int, dur time.Duration, pending int) error {
+// database prepares an empty database of the kind asked for and returns
+// the --db value for warden serve, the environment it needs, and the store
+// for this process.
+func database(backend, dir string) (dbFlag string, env []string, st *store.DB, cleanup func(), err error) {
+	ctx := context.Background()
+	switch backend {
+	case "sqlite":
+		db := filepath.Join(dir, "warden.db")
+		st, err = store.OpenSQLite(db, nil)
+		return db, nil, st, func() {}, err
+	case "postgres":
+		admin := os.Getenv("WARDEN_TEST_POSTGRES_URL")
+		if admin == "" {
+			return "", nil, nil, nil, fmt.Errorf("-store postgres needs WARDEN_TEST_POSTGRES_URL (run under scripts/postgres run)")
+		}
+		name := "bench_" + approval.NewID()[:12]
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return "", nil, nil, nil, err
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			return "", nil, nil, nil, err
+		}
+		u, _ := url.Parse(admin)
+		u.Path = "/" + name
+		st, err = store.OpenPostgres(ctx, u.String(), nil)
+		drop := func() {
+			c, err := pgx.Connect(ctx, admin)
+			if err == nil {
+				c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+				c.Close(ctx)
+			}
+		}
+		return "postgres", []string{"WARDEN_DATABASE_URL=" + u.String()}, st, drop, err
+	}
+	return "", nil, nil, nil, fmt.Errorf("unknown -store %q", backend)
+}
+
+func run(bin, backend string, replicas, clients int, dur time.Duration, pending int) error {
 	dir, err := os.MkdirTemp("", "warden-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, "warden.db")
 	cfg := filepath.Join(dir, "warden.toml")
 	var toml strings.Builder
 	toml.WriteString("[security.approval]\nsupervisors = [")
 	tokens := make([]string, nSup)
-	env := append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	for i := range nSup {
 		tokens[i] = approval.NewID()
 		fmt.Fprintf(&toml, "{id = \"sup%d\", token_env = \"BENCH_TOKEN_%d\"},", i, i)
@@ -65,23 +115,54 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 	if err := os.WriteFile(cfg, []byte(toml.String()), 0o600); err != nil {
 		return err
 	}
-
-	// This process owns the requests, as a waiting agent would: it stays alive.
-	st, err := store.OpenSQLite(db, nil)
+	dbFlag, dbEnv, st, cleanup, err := database(backend, dir)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
 	defer st.Close()
+	env = append(env, dbEnv...)
+
+	// This process owns the requests, as a waiting agent would: it holds a
+	// lease and stays alive.
+	ctx0 := context.Background()
+	lease, err := store.KeepLease(ctx0, st, store.CurrentOwner(), 0)
+	if err != nil {
+		return err
+	}
+	defer lease.Close()
 	var created atomic.Int64
+	var createdAt sync.Map // id → time the request was committed
+	var createSome func(n int) error
+	// create stores n requests from up to 16 goroutines at once: many
+	// agents asking, so the producer keeps up with 50 deciders.
 	create := func(n int) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		per := (n + 15) / 16
+		for from := 0; from < n; from += per {
+			k := min(per, n-from)
+			wg.Go(func() { errs <- createSome(k) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	createSome = func(n int) error {
 		for range n {
 			now := time.Now()
 			args := json.RawMessage(fmt.Sprintf(`{"command":"make test-%d"}`, created.Load()))
 			a := &store.Approval{ID: approval.NewID(), Tool: "run_command", Args: args, ArgsHash: approval.BindingHash("run_command", args, "/w", "s"),
-				Workspace: "/w", Session: "s", State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: store.CurrentOwner()}
-			if err := st.Create(context.Background(), a, nil); err != nil {
+				Workspace: "/w", Session: "s", State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: lease.Owner()}
+			if err := st.Create(ctx0, a, nil); err != nil {
 				return err
 			}
+			createdAt.Store(a.ID, time.Now())
 			created.Add(1)
 		}
 		return nil
@@ -90,22 +171,48 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 		return err
 	}
 
-	srv := exec.Command(bin, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	srv.Env = env
-	stderr, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		return err
+	var bases []string
+	for range replicas {
+		srv := exec.Command(bin, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--db", dbFlag)
+		srv.Env = env
+		stderr, _ := srv.StderrPipe()
+		if err := srv.Start(); err != nil {
+			return err
+		}
+		defer func() {
+			srv.Process.Signal(syscall.SIGTERM)
+			srv.Wait()
+		}()
+		base, err := serverURL(stderr)
+		if err != nil {
+			return err
+		}
+		go io.Copy(io.Discard, stderr)
+		bases = append(bases, base)
 	}
-	defer srv.Process.Kill()
-	base, err := serverURL(stderr)
-	if err != nil {
-		return err
+
+	ctx, cancel := context.WithTimeout(ctx0, dur)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 10 * time.Second}
+
+	// Each server's event stream: how long a new request takes to show.
+	var shownMu sync.Mutex
+	var shown []time.Duration
+	var streams sync.WaitGroup
+	for i, base := range bases {
+		streams.Go(func() {
+			watchStream(ctx, base, "Bearer "+tokens[i%nSup], func(id string, at time.Time) {
+				if t, ok := createdAt.Load(id); ok {
+					shownMu.Lock()
+					shown = append(shown, at.Sub(t.(time.Time)))
+					shownMu.Unlock()
+				}
+			})
+		})
 	}
-	go io.Copy(io.Discard, stderr)
+	time.Sleep(200 * time.Millisecond) // the streams connect
 
 	var decided atomic.Int64
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
-	defer cancel()
 	// Keep about `pending` requests waiting.
 	var prodErr error
 	var prodWG sync.WaitGroup
@@ -132,11 +239,11 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 	wins := map[string][]win{}
 	var listLat, decideLat []time.Duration
 	var conflicts, failures atomic.Int64
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
 			sup := c % nSup
+			base := bases[c%len(bases)]
 			tok := "Bearer " + tokens[sup]
 			var ll, dl []time.Duration
 			for ctx.Err() == nil {
@@ -145,6 +252,9 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 					Approvals []store.Approval `json:"approvals"`
 				}
 				code, err := call(hc, "GET", base+"/api/approvals?status=pending&limit=50", tok, "", &list)
+				if ctx.Err() != nil {
+					break
+				}
 				ll = append(ll, time.Since(t0))
 				if err != nil || code != 200 {
 					failures.Add(1)
@@ -183,11 +293,10 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 	}
 	wg.Wait()
 	prodWG.Wait()
+	streams.Wait()
 	if prodErr != nil {
 		return prodErr
 	}
-	srv.Process.Signal(syscall.SIGTERM)
-	srv.Wait()
 
 	// Check every acknowledged decision against the database, and every
 	// decision in the database against the acknowledgements.
@@ -196,12 +305,12 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 		if len(ws) > 1 {
 			double++
 		}
-		a, err := st.Get(context.Background(), id)
+		a, err := st.Get(ctx0, id)
 		if err != nil || string(a.State) != ws[0].state || a.DecidedBy != ws[0].sup {
 			mismatched++
 		}
 	}
-	all, err := st.List(context.Background(), store.Filter{})
+	all, err := st.List(ctx0, store.Filter{})
 	if err != nil {
 		return err
 	}
@@ -215,12 +324,13 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 		}
 	}
 	var auditDup int
-	st.DB().QueryRow(`SELECT COUNT(*) FROM (SELECT request_id FROM audit WHERE event = 'approval' GROUP BY request_id HAVING COUNT(*) > 1)`).Scan(&auditDup)
-	rows, _, verr := st.VerifyAudit(context.Background())
+	st.DB().QueryRow(`SELECT COUNT(*) FROM (SELECT request_id FROM audit WHERE event = 'approval' GROUP BY request_id HAVING COUNT(*) > 1) AS d`).Scan(&auditDup)
+	rows, _, verr := st.VerifyAudit(ctx0)
 
-	fmt.Printf("clients=%d duration=%s pending≈%d requests_created=%d\n", clients, dur, pending, created.Load())
+	fmt.Printf("store=%s replicas=%d clients=%d duration=%s pending≈%d requests_created=%d\n", backend, replicas, clients, dur, pending, created.Load())
 	fmt.Printf("list   n=%d %s\n", len(listLat), pct(listLat))
 	fmt.Printf("decide n=%d %s\n", len(decideLat), pct(decideLat))
+	fmt.Printf("shown  n=%d %s (request stored → event on a server's stream)\n", len(shown), pct(shown))
 	fmt.Printf("decisions won=%d (%.0f/s) conflicts(409)=%d failures=%d\n", len(wins), float64(len(wins))/dur.Seconds(), conflicts.Load(), failures.Load())
 	fmt.Printf("check: decided_in_db=%d double=%d lost=%d mismatched=%d audit_duplicates=%d audit_rows=%d audit_chain=%v\n",
 		inDB, double, lost, mismatched, auditDup, rows, okOr(verr))
@@ -228,6 +338,43 @@ func run(bin string, clients int, dur time.Duration, pending int) error {
 		return fmt.Errorf("lost or double decisions")
 	}
 	return nil
+}
+
+// watchStream reads a server's event stream until ctx ends, calling seen
+// with the id of each approval.requested event and when it arrived.
+func watchStream(ctx context.Context, base, auth string, seen func(id string, at time.Time)) {
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/api/approvals/stream", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	requested := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "event: approval.requested":
+			requested = true
+		case strings.HasPrefix(line, "data: ") && requested:
+			at := time.Now()
+			var ev struct {
+				Approval struct {
+					ID string `json:"request_id"`
+				} `json:"approval"`
+			}
+			if json.Unmarshal([]byte(line[6:]), &ev) == nil {
+				seen(ev.Approval.ID, at)
+			}
+		case line == "":
+			requested = false
+		}
+	}
 }
 
 func okOr(err error) string {

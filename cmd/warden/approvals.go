@@ -18,10 +18,9 @@ import (
 	"github.com/wardenhq/warden/internal/store"
 )
 
-// dbFlag adds --db to cmd: the approvals database, default $WARDEN_DB or
-// $XDG_STATE_HOME/warden/warden.db.
+// dbFlag adds --db to cmd: the approvals database (app.OpenStore).
 func dbFlag(cmd *cobra.Command) *string {
-	return cmd.PersistentFlags().String("db", "", "approvals and audit database (default $WARDEN_DB, else $XDG_STATE_HOME/warden/warden.db)")
+	return cmd.PersistentFlags().String("db", "", "approvals and audit database: PATH, sqlite:PATH, postgres (URL in $WARDEN_DATABASE_URL or the variable [store] url_env names) or postgres:VAR (default $WARDEN_DB, else [store] url_env, else $XDG_STATE_HOME/warden/warden.db)")
 }
 
 func newApprovalsCmd(g *globalFlags) *cobra.Command {
@@ -52,7 +51,7 @@ supervisor's bearer token instead).`,
 				}
 				f.State = st
 			}
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}
@@ -83,7 +82,7 @@ supervisor's bearer token instead).`,
 		Short: "Show one approval request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}
@@ -150,7 +149,7 @@ func supervisorBroker(c *cobra.Command, g *globalFlags, db, as string) (b *appro
 	if err := approval.ProveSupervisor(&cfg.Security.Approval, as, approval.SupervisorProof{Getenv: os.Getenv, Prompt: ttyPrompt()}); err != nil {
 		return nil, "", nil, err
 	}
-	st, err := app.OpenStore(db)
+	st, err := app.OpenStore(db, cfg.Store)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -170,7 +169,7 @@ func newGrantsCmd(g *globalFlags, db *string) *cobra.Command {
 		Short: "List active grants (calls allowed without asking, per session, until they expire)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func TestApprovalsChild(t *testing.T) {
 	cfg := config.Default()
 	cfg.Security.Approval.NotifyChannel = "api"
 	cfg.Security.Approval.Supervisors = []config.Supervisor{{ID: "alice"}}
-	st, err := app.OpenStore(db)
+	st, err := app.OpenStore(db, config.Store{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestApprovalsGrantCLI(t *testing.T) {
 	t.Setenv("WARDEN_SUPERVISOR", "")
 	t.Setenv("ALICE_TOKEN", "alice-token-0123456789")
 	t.Setenv("BOB_TOKEN", "bob-token-0123456789")
-	st, err := app.OpenStore(db)
+	st, err := app.OpenStore(db, config.Store{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/store"
@@ -40,7 +39,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 			if last < 1 {
 				return usageErr("--last must be at least 1")
 			}
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}
@@ -93,7 +92,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		Short: "The last audit rows as JSON lines (--follow for new ones)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}
@@ -135,7 +134,7 @@ func newAuditCmd(g *globalFlags) *cobra.Command {
 		Short: "Check the audit hash chain; name the first broken row (exit 1)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			st, err := app.OpenStore(*db)
+			st, err := openStore(c, g, *db)
 			if err != nil {
 				return err
 			}

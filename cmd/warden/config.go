@@ -30,31 +30,65 @@ func newConfigCmd(g *globalFlags) *cobra.Command {
 				fmt.Fprintf(c.ErrOrStderr(), "warden: %s\n", w)
 			}
 			if g.json {
+				ceiling := map[string]string{}
+				for _, s := range ld.Settings() {
+					if s.Ceiling != "" {
+						ceiling[s.Key] = s.Ceiling
+					}
+				}
 				return writeJSON(c.OutOrStdout(), struct {
 					Config   *config.Config    `json:"config"`
 					Origin   map[string]string `json:"origin"`
+					Managed  string            `json:"managed,omitempty"`
+					Ceiling  map[string]string `json:"ceiling,omitempty"`
 					Warnings []string          `json:"warnings"`
 					Files    []string          `json:"files"`
-				}{ld.Config, ld.Origin, nonNilStrings(ld.Warnings), nonNilStrings(ld.Files)})
+				}{ld.Config, ld.Origin, ld.Managed, ceiling, nonNilStrings(ld.Warnings), nonNilStrings(ld.Files)})
+			}
+			if ld.Managed != "" {
+				fmt.Fprintf(c.OutOrStdout(), "managed policy: %s (settings marked [ceiling] may only be tightened)\n", ld.Managed)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
 			for _, s := range ld.Settings() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, config.FormatValue(s.Value), s.Origin)
+				src := s.Origin
+				if s.Ceiling != "" {
+					src += "  [ceiling: " + s.Ceiling + "]"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, config.FormatValue(s.Value), src)
 			}
 			return tw.Flush()
 		},
 	})
-	cmd.AddCommand(&cobra.Command{
+	var managed bool
+	check := &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Validate the user config and the workspace file (or FILE); exit 1 listing every error",
-		Long: `Validate configuration. Without FILE: the user config, the --config file and
-the workspace file of --workspace, including the rule that the workspace file
-may only tighten the user's settings. With FILE: that file alone (a file named
-warden.toml or warden.yaml is checked as a workspace file).`,
+		Long: `Validate configuration. Without FILE: the managed policy, the user config,
+the --config file and the workspace file of --workspace, including the rules
+that the workspace file may only tighten the user's settings and that no source
+may loosen the managed policy. With FILE: that file alone (a file named
+warden.toml or warden.yaml is checked as a workspace file). With --managed: the
+managed policy alone (/etc/warden/managed.toml): its owner and mode (root, not
+group- or world-writable), its syntax and its values.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			var err error
+			if managed {
+				if len(args) > 0 {
+					return usageErr("--managed checks the managed policy; it takes no FILE")
+				}
+				path, found, err := config.CheckManaged(nil)
+				if err == nil && !found {
+					fmt.Fprintf(c.ErrOrStderr(), "warden: no managed policy at %s\n", path)
+					return silentExit(exitFailed)
+				}
+				var errs *config.Errors
+				if err != nil && !errors.As(err, &errs) {
+					err = &config.Errors{List: []*config.Error{{File: path, Msg: err.Error()}}}
+				}
+				return reportCheck(c.OutOrStdout(), c.ErrOrStderr(), g.json, err)
+			}
 			if len(args) == 1 {
 				base := filepath.Base(args[0])
 				err = config.CheckFile(args[0], base == "warden.toml" || base == "warden.yaml")
@@ -63,7 +97,9 @@ warden.toml or warden.yaml is checked as a workspace file).`,
 			}
 			return reportCheck(c.OutOrStdout(), c.ErrOrStderr(), g.json, err)
 		},
-	})
+	}
+	check.Flags().BoolVar(&managed, "managed", false, "check the managed policy ("+config.DefaultManagedFile+") alone")
+	cmd.AddCommand(check)
 	return cmd
 }
 

@@ -53,6 +53,12 @@ Output (stdout and stderr, interleaved) goes to stdout.`,
 				return withHint(errors.New("this workspace has no [sandbox] section, so there is no jail to run in"),
 					"add [sandbox] with enabled = true to the workspace's warden.toml, or run the command directly")
 			}
+			eo, closeEgress, err := app.ExecEgress(ctx, g.app(false, false), newLogger(cmd.ErrOrStderr()))
+			if err != nil {
+				return err
+			}
+			defer closeEgress()
+			opts.Egress = eo
 			res, err := execInJail(ctx, opts, command.Spec{Argv: args, Timeout: timeout}, verbose, cmd.ErrOrStderr())
 			if err != nil {
 				if ctx.Err() != nil {

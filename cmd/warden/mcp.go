@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -91,7 +92,7 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 	}
 	defer a.Close()
 	eng := a.Engine()
-	srv := mcp.NewServer(eng, &mcp.ServerOptions{Logger: log})
+	srv := mcp.NewServer(eng, &mcp.ServerOptions{Logger: log, ApprovalWait: time.Duration(cfg.Security.Approval.MCPWaitSecs) * time.Second})
 	log.Info("serving MCP on stdio", "session", mcp.ShortID(session), "tools", len(eng.Tools()))
 	err = mcp.Serve(ctx, srv, &sdk.StdioTransport{})
 	if ctx.Err() != nil {

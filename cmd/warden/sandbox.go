@@ -107,7 +107,7 @@ func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 		} else {
 			fmt.Fprintf(w, "lockdown: %v\n", s.Lockdown)
 		}
-		fmt.Fprintf(w, "network:  %v\n", s.Network)
+		fmt.Fprintf(w, "network:  %s\n", networkMode(s))
 		fmt.Fprintf(w, "seccomp:  %s\n", h.Seccomp)
 		fmt.Fprintf(w, "landlock: %s (mode %s)\n", h.Landlock, s.Landlock)
 		fmt.Fprintf(w, "idle:     %v\n", s.Idle.Round(time.Second))
@@ -130,6 +130,21 @@ func printStatus(w io.Writer, asJSON bool, st sandboxStatus) error {
 		if i.Detail != "" {
 			fmt.Fprintf(w, "    %s\n", i.Detail)
 		}
+		if e := i.Egress; e != nil {
+			fmt.Fprintf(w, "    egress: %d allowed, %d denied, %d asked, %d open; %d bytes out, %d in\n",
+				e.Allowed, e.Denied, e.Asked, e.Active, e.BytesUp, e.BytesDown)
+		}
 	}
 	return nil
+}
+
+// networkMode says what a jail's network is.
+func networkMode(s *sandbox.Settings) string {
+	switch {
+	case s.Egress:
+		return "allowlist (only through warden's egress proxy; warden explain --net HOST says what it admits)"
+	case s.Network:
+		return "host (the host's network, unchecked)"
+	}
+	return "none"
 }

@@ -66,7 +66,7 @@ from Telegram (long polling: no public URL needed).`,
 		if len(missing) > 0 {
 			log.Warn("supervisors without an API token cannot use the API", "supervisors", strings.Join(missing, ", "))
 		}
-		st, err := app.OpenStore(*db)
+		st, err := app.OpenStore(*db, cfg.Store)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ from Telegram (long polling: no public URL needed).`,
 			return err
 		}
 		defer closeChannels()
-		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log,
+		api, err := server.New(server.Options{Broker: b, Tokens: tokens, Logger: log, Checkpoints: app.CheckpointSource{Log: log},
 			Origins: server.OriginPolicy{Hosts: allowedHosts, Origins: allowedOrigins}})
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ from Telegram (long polling: no public URL needed).`,
 		return server.ListenAndServe(ctx, handler, server.ListenOptions{
 			Addr: addr, CertFile: cert, KeyFile: key,
 			Listening: func(scheme string, a net.Addr) {
-				fmt.Fprintf(stderr, "warden: serving approvals on %s://%s (database %s)\n", scheme, a, st.Path())
+				fmt.Fprintf(stderr, "warden: serving approvals on %s://%s (database %s)\n", scheme, a, st.Where())
 			},
 			Stopping:   func() { fmt.Fprintln(stderr, "warden: shutting down") },
 			OnShutdown: api.Close,

@@ -26,9 +26,12 @@ type toolFlags struct {
 	noCommands bool
 }
 
-// app builds the App the tool commands run in.
+// app builds the App the tool commands run in. Each is one call (or none)
+// and the process ends: the approver is built only if a person may be asked,
+// and the store is left open (see app.Options.LeaveStoreOpen).
 func (f *toolFlags) app(cmd *cobra.Command, g *globalFlags) (*app.App, error) {
-	return app.New(cmd.Context(), app.Options{Flags: g.app(f.noCommands, f.dryRun), Agent: f.agent, Logger: newLogger(cmd.ErrOrStderr())})
+	return app.New(cmd.Context(), app.Options{Flags: g.app(f.noCommands, f.dryRun), Agent: f.agent, Logger: newLogger(cmd.ErrOrStderr()),
+		Approver: app.Lazy(app.TerminalApprover), LeaveStoreOpen: true})
 }
 
 func newToolCallCmd(g *globalFlags) *cobra.Command {

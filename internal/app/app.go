@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/audit"
+	"github.com/wardenhq/warden/internal/checkpoint"
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
@@ -62,6 +64,13 @@ type Options struct {
 	Approver ApproverFunc
 	// Registry builds the tools; nil means tools.Builtin.
 	Registry RegistryFunc
+	// LeaveStoreOpen leaves the store open at Close, for a process that
+	// ends right after (a one-shot call, a hook): closing SQLite's last
+	// connection checkpoints and deletes the WAL, for the next process to
+	// create again. What was committed is in the WAL either way.
+	LeaveStoreOpen bool
+	// StateDir holds the checkpoint stores; "" means config.StateDir().
+	StateDir string
 }
 
 // UsageError is a mistake in what the caller asked for (an unknown agent,
@@ -88,7 +97,10 @@ type App struct {
 	// jailOpts; nil otherwise.
 	jail     *sandbox.Manager
 	jailOpts *sandbox.Options
-	closers  closers
+	// checkpoints is the workspace's checkpoint store; nil when it has
+	// none (checkpoints.go).
+	checkpoints *checkpoint.Store
+	closers     closers
 }
 
 // New loads the configuration (unless o.Config is set), opens the
@@ -131,10 +143,24 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		a.closers.add(f.Close)
 		mirror = append(mirror, f)
 	}
-	if a.store, err = OpenStore(o.DB); err != nil {
+	// [telemetry] exports what the audit trail records (the engine's
+	// calls and the approver's decisions) to an OTLP collector.
+	if sink, stop, err := telemetrySink(ctx, cfg.Telemetry); err != nil {
+		return nil, err
+	} else if sink != nil {
+		mirror = append(mirror, sink)
+		a.closers.add(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return stop(ctx)
+		})
+	}
+	if a.store, err = OpenStore(o.DB, cfg.Store); err != nil {
 		return nil, err
 	}
-	a.closers.add(a.store.Close)
+	if !o.LeaveStoreOpen {
+		a.closers.add(a.store.Close)
+	}
 	sinks := append(append(audit.Multi{}, mirror...), a.store)
 	a.audit = sinks
 
@@ -143,12 +169,17 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	env := &tools.Env{Root: a.root, Config: cfg, Session: o.Session, Agent: o.Agent}
 	env.FS, env.Runner = workspace.FS(a.root), command.Runner(&command.Local{Root: a.root.Dir()})
+	var je *jailEgress
 	if sandbox.Enabled(cfg.Sandbox) {
 		// Every effect goes through the jailed worker, started on first use;
-		// it never falls back to the host.
+		// it never falls back to the host. The egress audit closes after the
+		// jails (closers run last first): their last connections reach it.
+		je = newJailEgress(sinks, a.log)
+		a.closers.add(func() error { je.audit.Close(); return nil })
 		m := sandbox.NewManager(a.log)
 		a.closers.add(m.Close)
 		opts := JailOptions(cfg, a.root.Dir(), a.log)
+		opts.Egress = je.opts
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 		a.jail, a.jailOpts = m, opts
 	}
@@ -162,6 +193,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.closers.add(func() error { closeApprover(); return nil })
+	if je != nil {
+		// Before any jail starts (on the first call): unknown hosts are put
+		// to the same approver as every supervised call.
+		je.opts.Asker = &EgressAsker{Approver: approver, Agent: o.Agent}
+	}
 
 	reg := tools.Builtin(cfg)
 	if o.Registry != nil {
@@ -191,6 +227,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		DryRun:    o.DryRun,
 		Hooks:     hooks,
 		Log:       a.log,
+	}
+	var cps engineCheckpointer
+	if a.checkpoints, cps = openCheckpoints(cfg, a.root, o.StateDir, a.log, a.closers.add); cps != nil {
+		a.engineOpts.Checkpoints = cps
 	}
 	if a.engine, err = engine.New(a.engineOpts); err != nil {
 		return nil, err
@@ -232,6 +272,10 @@ func (a *App) Log() *slog.Logger { return a.log }
 
 // Sandboxed reports whether the workspace's effects go through a jail.
 func (a *App) Sandboxed() bool { return a.jail != nil }
+
+// Checkpoints is the workspace's checkpoint store, or nil when it has none
+// (turned off, the ssh backend, or a store that could not be opened).
+func (a *App) Checkpoints() *checkpoint.Store { return a.checkpoints }
 
 // WorkspaceDir is the workspace: --workspace, else workspace.root, else
 // the current directory.

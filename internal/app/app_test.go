@@ -24,7 +24,7 @@ func testApp(t *testing.T, cfg *config.Config, mod func(*Options)) (*App, string
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)
 	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\n"), 0o644)
-	o := Options{Config: cfg, Flags: Flags{Workspace: ws, LogFile: filepath.Join(dir, "log.jsonl")}, DB: filepath.Join(dir, "warden.db")}
+	o := Options{Config: cfg, Flags: Flags{Workspace: ws, LogFile: filepath.Join(dir, "log.jsonl")}, DB: filepath.Join(dir, "warden.db"), StateDir: filepath.Join(dir, "state")}
 	if mod != nil {
 		mod(&o)
 	}

@@ -27,6 +27,7 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		return o, func() error { return nil }, err
 	}
 	o.Logger = log
+	o.Lease = LeaseTTL(cfg.Store)
 	ac := &cfg.Security.Approval
 	no := &notify.Options{Logger: log}
 	var chans []notify.Channel
@@ -75,6 +76,17 @@ func ApprovalOptions(cfg *config.Config, log *slog.Logger) (o approval.Options, 
 		}
 	}
 	return o, closeFn, nil
+}
+
+// Lazy builds the approver f builds on its first use (approval.Lazy): a
+// process whose calls need no person never opens the channels nor sweeps
+// the store. A configuration error of the channels then refuses the first
+// supervised call instead of the command's start.
+func Lazy(f ApproverFunc) ApproverFunc {
+	return func(ctx context.Context, cfg *config.Config, st *store.SQLite, mirror audit.Sink, log *slog.Logger) (approval.Approver, func(), error) {
+		l := approval.Lazy(func() (approval.Approver, func(), error) { return f(ctx, cfg, st, mirror, log) })
+		return l, l.Close, nil
+	}
 }
 
 // TerminalApprover is the approver of the CLI: the broker on st with the

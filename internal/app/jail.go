@@ -43,10 +43,11 @@ func SandboxOptions(f Flags, log *slog.Logger) (*sandbox.Options, error) {
 // lockdown, network and limits), started on first use and closed by c.
 // Their own jail, not the tools' worker: a reset of that worker (a
 // cancelled command) does not take the servers down with it.
-func jailSpawner(c *closers, cfg *config.Config, dir string, log *slog.Logger) func(ctx context.Context, argv []string) (*sandbox.Process, error) {
+func jailSpawner(c *closers, cfg *config.Config, dir string, log *slog.Logger, eo *sandbox.EgressOptions) func(ctx context.Context, argv []string) (*sandbox.Process, error) {
 	m := sandbox.NewManager(log)
 	c.add(m.Close)
 	opts := JailOptions(cfg, dir, log)
+	opts.Egress = eo
 	return func(ctx context.Context, argv []string) (*sandbox.Process, error) {
 		return m.Spawn(ctx, opts, argv, "", nil)
 	}

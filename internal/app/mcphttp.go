@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,8 +62,9 @@ func MCPHandler(ctx context.Context, base Options, workspaces []MCPWorkspace, b 
 		}
 		apps = append(apps, a)
 		servers[w.Name] = mcp.NewServer(a.engine, &mcp.ServerOptions{
-			Logger:     log,
-			ForSession: func(session string) (mcp.Engine, error) { return a.EngineFor(session) },
+			Logger:       log,
+			ForSession:   func(session string) (mcp.Engine, error) { return a.EngineFor(session) },
+			ApprovalWait: time.Duration(a.cfg.Security.Approval.MCPWaitSecs) * time.Second,
 		})
 	}
 	tokens, err := mcp.TokensFromEnv(os.Environ())

@@ -35,7 +35,7 @@ func TestMCPHandlerNames(t *testing.T) {
 func TestMCPHandlerRefuses(t *testing.T) {
 	dir := t.TempDir()
 	base := Options{Config: config.Default(), DB: filepath.Join(dir, "warden.db")}
-	st, err := OpenStore(base.DB)
+	st, err := OpenStore(base.DB, config.Store{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,12 @@ func pinsPath() (string, error) {
 // sandboxed workspace, a jail of its own for stdio servers. close stops
 // that jail.
 func MCPClientOptions(cfg *config.Config, dir string, log *slog.Logger) (*mcp.ClientOptions, func() error, error) {
+	return mcpClientOptions(cfg, dir, log, nil)
+}
+
+// mcpClientOptions is MCPClientOptions whose jail, under network =
+// "allowlist", asks and audits through eo (nil: nobody, counters only).
+func mcpClientOptions(cfg *config.Config, dir string, log *slog.Logger, eo *sandbox.EgressOptions) (*mcp.ClientOptions, func() error, error) {
 	pp, err := pinsPath()
 	if err != nil {
 		return nil, nil, err
@@ -39,7 +45,7 @@ func MCPClientOptions(cfg *config.Config, dir string, log *slog.Logger) (*mcp.Cl
 		Env: command.Environ(cfg.Commands.EnvAllowlist, os.LookupEnv),
 	}
 	if co.Sandboxed {
-		co.Jail = jailSpawner(&c, cfg, dir, log)
+		co.Jail = jailSpawner(&c, cfg, dir, log, eo)
 	}
 	return co, c.close, nil
 }
@@ -50,7 +56,11 @@ func UpstreamRegistry(servers []config.MCPServer) RegistryFunc {
 	return func(ctx context.Context, a *App) (_ *tools.Registry, closeAll func(), err error) {
 		var c closers
 		closeAll = func() { c.close() }
-		co, closeJail, err := MCPClientOptions(a.cfg, a.root.Dir(), a.log)
+		var eo *sandbox.EgressOptions
+		if a.jailOpts != nil {
+			eo = a.jailOpts.Egress
+		}
+		co, closeJail, err := mcpClientOptions(a.cfg, a.root.Dir(), a.log, eo)
 		if err != nil {
 			return nil, closeAll, err
 		}

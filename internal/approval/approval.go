@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/wardenhq/warden/internal/store"
 )
@@ -26,6 +27,15 @@ type Request struct {
 	// places only, and the call refuses to run if a path leads elsewhere
 	// by then.
 	Targets []Target
+	// MaxWait, when positive, lets the request outlive its caller: Ask
+	// waits at most this long, then returns a *PendingError while the
+	// request stays PENDING (owned by no process) until a person decides it
+	// or it expires; the caller's context ending does not cancel it either.
+	// An identical later Ask (same binding hash) takes it up: it waits on
+	// it again, runs it once if it was approved meanwhile, or gets the
+	// denial and its reason. Zero: Ask waits for the decision or the
+	// timeout, and the caller's end cancels the request.
+	MaxWait time.Duration
 }
 
 // Target is a file a call changes: the path its arguments name and the

@@ -50,7 +50,10 @@ func CompileAutoApprove(rules []config.AutoApprove, judge CommandJudge) (*AutoAp
 	var errs []error
 	for i, r := range rules {
 		name := fmt.Sprintf("auto_approve[%d]", i)
-		if r.Line > 0 {
+		switch {
+		case r.File != "" && r.Line > 0:
+			name += fmt.Sprintf(" (%s:%d)", r.File, r.Line)
+		case r.Line > 0:
 			name += fmt.Sprintf(" (line %d)", r.Line)
 		}
 		tool, _ := config.NormalizeTool(r.Tool)

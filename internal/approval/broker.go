@@ -20,9 +20,11 @@ import (
 // Defaults of the broker.
 const (
 	DefaultTimeout = 300 * time.Second
-	// DefaultPoll is how often a waiting request re-reads the store, so a
-	// decision made by another process is seen within about this long.
-	DefaultPoll = 50 * time.Millisecond
+	// DefaultPoll is how often a waiting request re-reads the store besides
+	// the store's own wake-ups (Store.Watch: at once for this process's
+	// decisions and, on PostgreSQL, other processes'; within 50 ms for
+	// other processes on SQLite): a safety net.
+	DefaultPoll = 2 * time.Second
 	// TerminalSupervisor is decided_by for answers at this process's prompt:
 	// the person at the terminal that started warden.
 	TerminalSupervisor = "terminal"
@@ -63,8 +65,14 @@ type Options struct {
 	Audit audit.Sink
 	// Logger gets human notes (request pending, decided); default discards.
 	Logger *slog.Logger
-	// Poll is how often a waiting request re-reads the store; default DefaultPoll.
+	// Poll is how often a waiting request re-reads the store besides the
+	// store's wake-ups; default DefaultPoll.
 	Poll time.Duration
+	// Lease is the period of this process's lease on the requests it
+	// waits for (store.KeepLease renews it every third of that): if the
+	// process dies or loses the database for longer, its requests are
+	// cancelled and never run. Default store.DefaultLeaseTTL.
+	Lease time.Duration
 	// GrantMax caps the duration of a grant (ApproveWithGrant); default
 	// DefaultGrantMax. See GrantMax for the configured value.
 	GrantMax time.Duration
@@ -75,6 +83,10 @@ type Broker struct {
 	o     Options
 	owner store.Owner
 	log   *slog.Logger
+
+	// lease is held while requests of this broker wait (acquireLease).
+	leaseMu sync.Mutex
+	lease   *leaseRef
 
 	mu      sync.Mutex
 	waiters map[string]chan struct{}
@@ -103,6 +115,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
 	}
+	if o.Lease <= 0 {
+		o.Lease = store.DefaultLeaseTTL
+	}
 	if o.GrantMax <= 0 {
 		o.GrantMax = DefaultGrantMax
 	}
@@ -117,6 +132,9 @@ func New(ctx context.Context, o Options) (*Broker, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("failed to cancel orphaned approval requests: %w", err)
+	}
+	if err := b.expireLeft(ctx); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
@@ -179,6 +197,11 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 	} else if ok {
 		return Outcome{ID: a.ID, Approved: true, Grant: g.ID, By: a.DecidedBy, Reason: a.Reason, State: store.Approved, Args: a.Args, ArgsHash: a.ArgsHash}, nil
 	}
+	if req.MaxWait > 0 {
+		if out, ok, err := b.takeUp(ctx, a, req.Targets, req.MaxWait); ok {
+			return out, err
+		}
+	}
 	if b.o.Prompt == nil && (!b.o.Remote || len(b.o.Supervisors) == 0) {
 		err := &NoChannelError{Tool: tool, Rule: req.Rule}
 		rec := b.record(a, "approval", audit.DecisionDenied)
@@ -190,7 +213,7 @@ func (b *Broker) Ask(ctx context.Context, req *Request) (Outcome, error) {
 		b.mirror(ctx, "", rec)
 		return Outcome{State: store.Denied, Reason: "no approval channel can reach a supervisor"}, err
 	}
-	return b.askOnce(ctx, a, req.Targets)
+	return b.askOnce(ctx, a, req.Targets, req.MaxWait, false)
 }
 
 // targetsOf returns the targets request id was asked with (kept in memory
@@ -207,11 +230,16 @@ func (b *Broker) targetsOf(id string) []Target {
 type group struct {
 	key     string
 	id      string
+	tool    string
+	expires time.Time
 	waiters int // callers still waiting for it
-	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed once out and err are final
-	out     Outcome
-	err     error
+	// leavable: a caller past its MaxWait (or whose context ended) leaves
+	// the request PENDING instead of cancelling it (Request.MaxWait).
+	leavable bool
+	cancel   context.CancelCauseFunc
+	done     chan struct{} // closed once out and err are final
+	out      Outcome
+	err      error
 }
 
 // collapsed counts the executions still expected for an approved request
@@ -233,8 +261,9 @@ var collapsedRuns = struct {
 // askOnce stores a as a PENDING request and waits for its decision, unless
 // an identical request of this broker is already PENDING: then the call
 // waits on that one and gets its decision, without a second row or a
-// second notification.
-func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Target) (Outcome, error) {
+// second notification. stored means a is already in the store: a request an
+// earlier identical call left waiting (Request.MaxWait), taken up again.
+func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Target, maxWait time.Duration, stored bool) (Outcome, error) {
 	b.mu.Lock()
 	if g := b.groups[a.ArgsHash]; g != nil {
 		g.waiters++
@@ -246,35 +275,74 @@ func (b *Broker) askOnce(ctx context.Context, a *store.Approval, targets []Targe
 		}
 		b.mirror(ctx, g.id, rec)
 		b.log.Info("identical approval request collapsed into a pending one", "id", g.id, "tool", a.Tool)
-		return b.await(ctx, g)
+		b.notifyCaller(ctx, g.id, a)
+		return b.await(ctx, g, maxWait)
 	}
 	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	g := &group{key: a.ArgsHash, id: a.ID, waiters: 1, cancel: cancel, done: make(chan struct{})}
+	g := &group{key: a.ArgsHash, id: a.ID, tool: a.Tool, expires: a.ExpiresAt, waiters: 1, leavable: maxWait > 0,
+		cancel: cancel, done: make(chan struct{})}
 	b.groups[g.key] = g
 	if len(targets) > 0 {
 		b.targets[a.ID] = targets // until finish: settled checks the claim against them
 	}
 	b.mu.Unlock()
 
-	if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
-		err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
+	// The request carries this process's lease while it waits: if the
+	// process dies, any other one cancels it once the lease runs out.
+	lease, err := b.acquireLease(ctx)
+	if err != nil {
+		err = fmt.Errorf("failed to take a lease for the approval request for %s: %w", a.Tool, err)
 		b.finish(g, Outcome{State: store.Denied}, err)
 		return Outcome{State: store.Denied}, err
 	}
-	b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
-	p := PendingOf(a)
-	for _, ch := range b.o.Channels {
-		if err := ch.Notify(ctx, p); err != nil {
-			b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+	// Watch before the request exists: a decision made right after it is
+	// stored still wakes the wait.
+	changed, unwatch := b.o.Store.Watch(a.ID)
+	if stored {
+		// A request an earlier call left to no process: this one takes it
+		// back under its lease, so that it is swept if this process dies.
+		if ok, err := b.o.Store.SetOwner(ctx, a.ID, store.Unowned, lease.k.Owner()); err != nil {
+			unwatch()
+			b.releaseLease(lease)
+			err = fmt.Errorf("failed to take up approval request %s: %w", a.ID, err)
+			b.finish(g, Outcome{State: store.Denied}, err)
+			return Outcome{State: store.Denied}, err
+		} else if ok {
+			a.Owner = lease.k.Owner()
+		}
+		rec := b.record(a, "approval_resumed", "")
+		rec.Reason = "an identical call takes up the request an earlier one left waiting"
+		if _, err := b.o.Store.AppendAudit(ctx, rec); err != nil {
+			b.log.Warn("failed to audit a resumed request", "id", a.ID, "err", err)
+		}
+		b.mirror(ctx, a.ID, rec)
+		b.notifyCaller(ctx, a.ID, a)
+	} else {
+		a.Owner = lease.k.Owner()
+		if err := b.o.Store.Create(ctx, a, b.record(a, "approval_request", "")); err != nil {
+			unwatch()
+			b.releaseLease(lease)
+			err = fmt.Errorf("failed to store the approval request for %s: %w", a.Tool, err)
+			b.finish(g, Outcome{State: store.Denied}, err)
+			return Outcome{State: store.Denied}, err
+		}
+		b.mirror(ctx, a.ID, b.record(a, "approval_request", ""))
+		p := PendingOf(a)
+		for _, ch := range b.o.Channels {
+			if err := ch.Notify(ctx, p); err != nil {
+				b.log.Warn("failed to notify an approval channel", "id", a.ID, "err", err)
+			}
 		}
 	}
 	b.log.Info("approval request pending", "id", a.ID, "tool", a.Tool, "expires", a.ExpiresAt.Format(time.RFC3339),
 		"decide", "warden approvals approve "+a.ID+" | warden approvals deny "+a.ID+" --reason R")
 	go func() {
-		out, err := b.wait(gctx, a)
+		defer b.releaseLease(lease)
+		defer unwatch()
+		out, err := b.wait(gctx, a, changed, lease.k.Lost())
 		b.finish(g, out, err)
 	}()
-	return b.await(ctx, g)
+	return b.await(ctx, g, maxWait)
 }
 
 // finish publishes the group's outcome to its waiters.
@@ -295,19 +363,29 @@ func (b *Broker) finish(g *group, out Outcome, err error) {
 	g.cancel(nil)
 }
 
-// await returns the group's outcome, or leaves it when ctx ends. The last
-// waiter to leave cancels the request; the others leave it to the rest.
-func (b *Broker) await(ctx context.Context, g *group) (Outcome, error) {
+// await returns the group's outcome, or leaves it when ctx ends (or, for
+// a leavable group, after maxWait). The last waiter to leave cancels the
+// request; the others leave it to the rest. A leavable group's request is
+// never cancelled by a leaving caller: it stays PENDING for a later
+// identical call (takeUp), and the caller gets a *PendingError.
+func (b *Broker) await(ctx context.Context, g *group, maxWait time.Duration) (Outcome, error) {
+	var leave <-chan time.Time
+	if g.leavable && maxWait > 0 {
+		t := time.NewTimer(maxWait)
+		defer t.Stop()
+		leave = t.C
+	}
 	select {
 	case <-g.done:
-		return g.out, g.err
+		return b.left(g, maxWait)
 	case <-ctx.Done():
+	case <-leave:
 	}
 	b.mu.Lock()
 	select {
 	case <-g.done: // decided meanwhile: this caller was counted for it
 		b.mu.Unlock()
-		return g.out, g.err
+		return b.left(g, maxWait)
 	default:
 	}
 	g.waiters--
@@ -316,6 +394,14 @@ func (b *Broker) await(ctx context.Context, g *group) (Outcome, error) {
 		delete(b.groups, g.key) // a new identical call asks anew
 	}
 	b.mu.Unlock()
+	if g.leavable {
+		if !last {
+			return Outcome{ID: g.id, State: store.Pending}, b.pendingError(g, maxWait)
+		}
+		g.cancel(errLeft)
+		<-g.done
+		return b.left(g, maxWait)
+	}
 	if !last {
 		return Outcome{ID: g.id, State: store.Cancelled, Reason: "the caller stopped waiting; identical calls still wait on the request"},
 			fmt.Errorf("stopped waiting for approval request %s: %w", g.id, ctx.Err())
@@ -331,9 +417,10 @@ type promptResult struct {
 }
 
 // wait blocks until the request leaves PENDING: a decision seen in the
-// store (polled, or woken by an in-process Decide), the prompt's answer,
-// the timeout, or ctx's end.
-func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
+// store (woken by the store's watch, an in-process Decide, or the safety
+// poll), the prompt's answer, the timeout, the loss of this process's
+// lease, or ctx's end.
+func (b *Broker) wait(ctx context.Context, a *store.Approval, changed, lost <-chan struct{}) (Outcome, error) {
 	wake := b.subscribe(a.ID)
 	defer b.unsubscribe(a.ID)
 	timer := time.NewTimer(time.Until(a.ExpiresAt))
@@ -358,17 +445,24 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 		select {
 		case <-ctx.Done():
 			cause := context.Cause(ctx)
+			if errors.Is(cause, errLeft) {
+				// Every caller left a request that outlives them: it stays
+				// for a person and a later identical call, owned by no
+				// process, so that no sweep cancels it. A decision that
+				// raced in is not lost: nobody received it, and the
+				// identical call takes it up.
+				if _, err := b.o.Store.SetOwner(bg, a.ID, a.Owner, store.Unowned); err != nil {
+					b.log.Warn("failed to leave an approval request waiting", "id", a.ID, "err", err)
+				}
+				return Outcome{ID: a.ID, State: store.Pending}, errLeft
+			}
 			out, err := b.end(bg, a, transition(store.Cancelled, audit.DecisionCancelled, "caller", "the caller stopped waiting: "+cause.Error()))
 			if err == nil && out.State == store.Cancelled {
 				return out, fmt.Errorf("approval request %s cancelled: %w", a.ID, cause)
 			}
 			return out, err
 		case <-timer.C:
-			t := transition(store.TimedOut, audit.DecisionTimedOut, "timeout", fmt.Sprintf("no decision within %s", b.o.Timeout))
-			if b.o.OnTimeout == config.PolicyAllow {
-				t = transition(store.Approved, audit.DecisionApproved, "timeout", fmt.Sprintf("no decision within %s; on_timeout = allow", b.o.Timeout))
-			}
-			return b.end(bg, a, t)
+			return b.end(bg, a, b.timeoutTransition())
 		case r := <-promptCh:
 			promptCh = nil
 			t := transition(store.Denied, audit.DecisionDenied, TerminalSupervisor, "")
@@ -396,6 +490,16 @@ func (b *Broker) wait(ctx context.Context, a *store.Approval) (Outcome, error) {
 				return out, ErrAborted
 			}
 			if err == nil || !errors.Is(err, errStillPending) {
+				return out, err
+			}
+		case <-lost:
+			// Cut off from the database for a whole lease period: others
+			// may have cancelled the request already; it must not run.
+			t := transition(store.Cancelled, audit.DecisionCancelled, "lease-expiry",
+				"this process could not renew its lease (cut off from the database for longer than the lease period)")
+			return b.end(bg, a, t)
+		case <-changed:
+			if out, err := b.settled(bg, a); !errors.Is(err, errStillPending) {
 				return out, err
 			}
 		case <-wake:
@@ -531,6 +635,51 @@ func (b *Broker) Supervisors() []string { return slices.Clone(b.o.Supervisors) }
 
 // Store is the store the broker works on.
 func (b *Broker) Store() store.Store { return b.o.Store }
+
+// leaseRef is a lease of this broker and the waits that hold it.
+type leaseRef struct {
+	k     *store.LeaseKeeper
+	users int
+}
+
+// acquireLease returns the broker's lease, taking one when no request
+// waits (or the last one was lost). releaseLease gives it back; the last
+// user releases it in the store.
+func (b *Broker) acquireLease(ctx context.Context) (*leaseRef, error) {
+	b.leaseMu.Lock()
+	defer b.leaseMu.Unlock()
+	if b.lease != nil {
+		select {
+		case <-b.lease.k.Lost():
+			b.lease = nil // its users still hold it; new waits get a new one
+		default:
+		}
+	}
+	if b.lease == nil {
+		k, err := store.KeepLease(ctx, b.o.Store, b.owner, b.o.Lease)
+		if err != nil {
+			return nil, err
+		}
+		b.lease = &leaseRef{k: k}
+	}
+	b.lease.users++
+	return b.lease, nil
+}
+
+func (b *Broker) releaseLease(r *leaseRef) {
+	b.leaseMu.Lock()
+	r.users--
+	last := r.users == 0
+	if last && b.lease == r {
+		b.lease = nil
+	}
+	b.leaseMu.Unlock()
+	if last {
+		if err := r.k.Close(); err != nil {
+			b.log.Warn("failed to release this process's lease", "err", err)
+		}
+	}
+}
 
 func (b *Broker) subscribe(id string) chan struct{} {
 	b.mu.Lock()

@@ -7,9 +7,13 @@
 // with an unguessable id (128 random bits), the tool, its canonical
 // arguments and a SHA-256 binding them to the workspace, the session and,
 // for a call that changes files, where each change lands (Targets). The
-// Broker waits for the request to leave PENDING, polling the store so that a
-// decision made by another process is seen within DefaultPoll, and racing
-// the terminal prompt when there is one. Channels are told (Channel); those
+// Broker waits for the request to leave PENDING, woken by the store's watch
+// (at once for a decision of any process on PostgreSQL, within 50 ms on
+// SQLite; DefaultPoll is a safety net), and racing the terminal prompt when
+// there is one. While requests of the process wait it holds a lease in the
+// store (Options.Lease): if the process dies or is cut off from the database
+// for a lease period, its requests are cancelled and never run, and a wait
+// whose lease was lost ends cancelled. Channels are told (Channel); those
 // that take answers (Listener) decide through the broker (Decider), like
 // any supervisor.
 //
@@ -72,6 +76,18 @@
 //     marks the request EXECUTED and the others are approval_executed audit
 //     rows on it. A waiter that gives up leaves; only the last one cancels
 //     the request. Calls from different sessions never collapse.
+//   - A request may outlive its caller (Request.MaxWait: an MCP call past
+//     mcp_wait_secs, a host's hook past wait_secs): the caller leaves with a
+//     *PendingError and the request stays PENDING, handed to no process
+//     (store.Unowned) so no sweep cancels it, until a person decides it or
+//     it expires. The identical call (same binding hash, compared column by
+//     column) made again takes it up: it waits on it, runs it once if it was
+//     approved (claimed like any approval), or gets a denial nobody
+//     received. A decision the waiting caller received is never taken up
+//     again. A caller's context ending does not cancel such a request.
+//   - Foresee says what Ask would decide without a person (an auto-approve
+//     rule, an active grant) with no side effect, so that explain and a
+//     call agree (package engine's decision stage).
 //
 // # Without a jail, a command runs as the user
 //

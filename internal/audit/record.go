@@ -30,6 +30,11 @@ type Record struct {
 	Error     string   `json:"error,omitempty"`
 	// Result is a short, sanitised excerpt of what the call returned.
 	Result string `json:"execution_result,omitempty"`
+	// Checkpoint is the id of the checkpoint taken before the call ran
+	// (warden undo --to ID takes the call back); CheckpointNote says what
+	// it did not record.
+	Checkpoint     string `json:"checkpoint,omitempty"`
+	CheckpointNote string `json:"checkpoint_note,omitempty"`
 }
 
 // Decision is the outcome a Record reports. The values are a contract:
@@ -38,11 +43,13 @@ type Record struct {
 type Decision string
 
 // The decisions warden writes. Event "tool_call" rows carry any of them
-// but none; "approval" rows (a request's outcome) carry approved,
+// but none (and host-ask only on "host_tool_call" rows, which an agent
+// host's hook writes like tool_call rows); "approval" rows (a request's outcome) carry approved,
 // auto-approved, granted, denied, timed_out or cancelled; "auth_failure"
 // rows carry deny. Rows of other events (approval_request,
 // approval_collapsed, approval_executed, grant_created, grant_used,
-// grant_revoked, grant_expired, llm_call, stop) carry none.
+// grant_revoked, grant_expired, llm_call, stop, undo, undo_resume,
+// undo_rollback) carry none.
 const (
 	// DecisionAllow: the policy let the call run without asking.
 	DecisionAllow Decision = "allow"
@@ -73,11 +80,19 @@ const (
 	// DecisionError: the approval could not be obtained or did not match
 	// the call, or the tool panicked; nothing ran, or its result is void.
 	DecisionError Decision = "error"
+	// DecisionPending: a person was asked and the caller stopped waiting
+	// (an MCP call past mcp_wait_secs, a hook past wait_secs); nothing ran,
+	// and the request stays pending for the same call made again.
+	DecisionPending Decision = "pending"
+	// DecisionHostAsk: a supervised call of an agent host was left to the
+	// host's own prompt ([hooks] approval = "host").
+	DecisionHostAsk Decision = "host-ask"
 )
 
 // Decisions lists every Decision warden writes.
 var Decisions = []Decision{DecisionAllow, DecisionDeny, DecisionDryRun, DecisionApproved, DecisionAutoApproved,
-	DecisionGranted, DecisionDenied, DecisionTimedOut, DecisionCancelled, DecisionAborted, DecisionError}
+	DecisionGranted, DecisionDenied, DecisionTimedOut, DecisionCancelled, DecisionAborted, DecisionError,
+	DecisionPending, DecisionHostAsk}
 
 // Sink receives audit records. Write must not keep rec after returning.
 type Sink interface {

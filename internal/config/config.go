@@ -11,6 +11,10 @@ type Config struct {
 	LLM       LLM              `toml:"llm" yaml:"llm" json:"llm"`
 	MCP       MCP              `toml:"mcp" yaml:"mcp" json:"mcp"`
 	Agents    map[string]Agent `toml:"agents" yaml:"agents" json:"agents,omitempty"`
+	Store     Store            `toml:"store" yaml:"store" json:"store"`
+	Telemetry Telemetry        `toml:"telemetry" yaml:"telemetry" json:"telemetry"`
+	// Checkpoints is [checkpoints] (checkpoints.go).
+	Checkpoints Checkpoints `toml:"checkpoints" yaml:"checkpoints" json:"checkpoints"`
 
 	// DryRun is set by --dry-run only: nothing is executed.
 	DryRun bool `toml:"-" yaml:"-" json:"dry_run,omitempty"`
@@ -84,11 +88,16 @@ type Approval struct {
 	PageURL string `toml:"page_url" yaml:"page_url" json:"page_url,omitempty"`
 	// GrantMaxMinutes caps "approve and allow this exact call for this
 	// session for N minutes" (default 60, 1..1440).
-	GrantMaxMinutes int         `toml:"grant_max_minutes" yaml:"grant_max_minutes" json:"grant_max_minutes"`
-	Slack           ChatWebhook `toml:"slack" yaml:"slack" json:"slack"`
-	Discord         ChatWebhook `toml:"discord" yaml:"discord" json:"discord"`
-	Telegram        Telegram    `toml:"telegram" yaml:"telegram" json:"telegram"`
-	Email           Email       `toml:"email" yaml:"email" json:"email"`
+	GrantMaxMinutes int `toml:"grant_max_minutes" yaml:"grant_max_minutes" json:"grant_max_minutes"`
+	// MCPWaitSecs is how long a supervised MCP call waits for a person
+	// before it answers the model that a person has been asked and that the
+	// same call can be made again (the request stays pending); below the
+	// 60 s after which MCP clients give up (default 50, 1..86400).
+	MCPWaitSecs int         `toml:"mcp_wait_secs" yaml:"mcp_wait_secs" json:"mcp_wait_secs"`
+	Slack       ChatWebhook `toml:"slack" yaml:"slack" json:"slack"`
+	Discord     ChatWebhook `toml:"discord" yaml:"discord" json:"discord"`
+	Telegram    Telegram    `toml:"telegram" yaml:"telegram" json:"telegram"`
+	Email       Email       `toml:"email" yaml:"email" json:"email"`
 }
 
 // ChatWebhook is an incoming-webhook channel (Slack, Discord). The webhook
@@ -140,8 +149,10 @@ type AutoApprove struct {
 	PathPattern    string `toml:"path_pattern" yaml:"path_pattern" json:"path_pattern,omitempty"`
 	URLPattern     string `toml:"url_pattern" yaml:"url_pattern" json:"url_pattern,omitempty"`
 	ArgsPattern    string `toml:"args_pattern" yaml:"args_pattern" json:"args_pattern,omitempty"`
-	// Line is where the rule was written, for error messages.
-	Line int `toml:"-" yaml:"-" json:"-"`
+	// File and Line are where the rule was written, for error messages
+	// and for explain.
+	File string `toml:"-" yaml:"-" json:"-"`
+	Line int    `toml:"-" yaml:"-" json:"-"`
 }
 
 // HTTP is [security.http], for http_request.
@@ -156,7 +167,23 @@ type HTTP struct {
 // Hooks is the [hooks] section.
 type Hooks struct {
 	PostEdit []Hook `toml:"post_edit" yaml:"post_edit" json:"post_edit,omitempty"`
+	// Approval is how `warden hook HOST` answers a supervised call of an
+	// agent host: "warden" (default) puts it to warden's approval flow and
+	// waits up to WaitSecs; "host" leaves it to the host's own prompt where
+	// the host has one that holds (Claude Code), else acts as "warden".
+	Approval string `toml:"approval" yaml:"approval" json:"approval"`
+	// WaitSecs is how long a hook waits for a person before it denies the
+	// call with the request id (the request stays pending: the same call
+	// made again runs once approved); keep it below the host's hook
+	// timeout (default 50, 0..3600).
+	WaitSecs int `toml:"wait_secs" yaml:"wait_secs" json:"wait_secs"`
 }
+
+// Hook approval modes.
+const (
+	HookApprovalWarden = "warden"
+	HookApprovalHost   = "host"
+)
 
 // Hook is one [[hooks.post_edit]] command.
 type Hook struct {
@@ -175,9 +202,14 @@ type Sandbox struct {
 	Mask        []string `toml:"mask" yaml:"mask" json:"mask"`
 	NoGPU       bool     `toml:"no_gpu" yaml:"no_gpu" json:"no_gpu"`
 	Lockdown    bool     `toml:"lockdown" yaml:"lockdown" json:"lockdown"`
-	Network     bool     `toml:"network" yaml:"network" json:"network"`
+	Network     bool     `toml:"-" yaml:"-" json:"host_network,omitempty"`             // the host's network: NetworkMode == "host"
 	Landlock    string   `toml:"landlock" yaml:"landlock" json:"landlock"`             // auto | on | off
 	IdleTimeout int      `toml:"idle_timeout" yaml:"idle_timeout" json:"idle_timeout"` // seconds
+
+	// network = "none" | "allowlist" | "host", and [sandbox.egress]
+	// (egress.go).
+	NetworkMode NetworkMode `toml:"network" yaml:"network" json:"network"`
+	Egress      Egress      `toml:"egress" yaml:"egress" json:"egress"`
 
 	// docker backend: the image the workspace's container runs, and its
 	// memory limit in MiB (default 2048).
@@ -250,9 +282,13 @@ func Default() *Config {
 		},
 		Security: Security{
 			ConfirmMode: ModeConfirmSensitive,
-			Approval:    Approval{TimeoutSecs: 300, OnTimeout: PolicyDeny},
+			Approval:    Approval{TimeoutSecs: 300, OnTimeout: PolicyDeny, MCPWaitSecs: 50},
 			HTTP:        HTTP{TimeoutSecs: 30, MaxBodyBytes: 1 << 20},
 		},
-		LLM: LLM{Timeout: 120, Retries: 2},
+		Hooks:       Hooks{Approval: HookApprovalWarden, WaitSecs: 50},
+		LLM:         LLM{Timeout: 120, Retries: 2},
+		Store:       Store{LeaseSecs: 15},
+		Telemetry:   Telemetry{ServiceName: "warden"},
+		Checkpoints: defaultCheckpoints(),
 	}
 }

@@ -161,6 +161,11 @@ func (l *layer) decode(v reflect.Value, n *node, path, pattern string, inList bo
 		v.Set(s)
 		record()
 	case reflect.String:
+		if n.kind == kBool && v.Type() == networkModeType {
+			v.SetString(networkFromBool(n.b)) // network = true | false, as before
+			record()
+			return
+		}
 		if n.kind != kString {
 			mismatch("string")
 			return

@@ -76,6 +76,10 @@ func (ld *loader) env() {
 			ld.errs = append(ld.errs, &Error{File: "environment", Key: e.name, Value: strconv.Quote(v), Msg: err.Error()})
 			continue
 		}
+		if err := ld.ceilingForValue(e.key, "environment", e.name); err != nil {
+			ld.errs = append(ld.errs, err)
+			continue
+		}
 		ld.origin[e.key] = "env:" + e.name
 	}
 }
@@ -88,11 +92,15 @@ func (ld *loader) flags() {
 				Msg: fmt.Sprintf("must be one of %s, %s, %s", ModeYolo, ModeConfirmSensitive, ModeConfirmAll)})
 		} else {
 			ld.cfg.Security.ConfirmMode = f.Mode
-			ld.origin["security.confirm_mode"] = "flag:--mode"
+			if err := ld.ceilingForValue("security.confirm_mode", "flags", "--mode"); err != nil {
+				ld.errs = append(ld.errs, err)
+			} else {
+				ld.origin["security.confirm_mode"] = "flag:--mode"
+			}
 		}
 	}
 	if f.NoCommands {
-		ld.cfg.Commands.Enabled = false
+		ld.cfg.Commands.Enabled = false // only ever tightens: no ceiling check
 		ld.origin["commands.enabled"] = "flag:--no-commands"
 	}
 	if f.DryRun {
@@ -113,6 +121,7 @@ func (ld *loader) final() {
 	if s := ld.cfg.Sandbox; s != nil && s.Invalid != "" {
 		s.Enabled, s.Lockdown = true, true
 	}
+	ld.finalNetwork()
 }
 
 func orDefault(o string) string {
@@ -127,6 +136,9 @@ type Setting struct {
 	Key    string `json:"key"`
 	Value  any    `json:"value"`
 	Origin string `json:"origin"`
+	// Ceiling is the managed policy (file:line) that holds this setting:
+	// no other source may loosen it.
+	Ceiling string `json:"ceiling,omitempty"`
 }
 
 // Settings lists every key of the effective configuration in schema order,
@@ -135,6 +147,7 @@ func (l *Loaded) Settings() []Setting {
 	out := flatten(l.Config)
 	for i := range out {
 		out[i].Origin = orDefault(l.Origin[out[i].Key])
+		out[i].Ceiling = l.ceiling[out[i].Key]
 	}
 	return out
 }

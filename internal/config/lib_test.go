@@ -13,7 +13,7 @@ import (
 func libDecode(format string, data []byte) (*Config, error) {
 	var c Config
 	if format == "toml" {
-		return &c, toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&c)
+		return &c, toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().EnableUnmarshalerInterface().Decode(&c)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

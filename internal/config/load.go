@@ -30,6 +30,9 @@ type LoadOptions struct {
 	Getenv func(string) (string, bool)
 	// Flags are the command-line overrides; they beat every other source.
 	Flags Overrides
+	// ManagedFile is the administrator's managed policy: "" for
+	// ManagedPath (/etc/warden/managed.toml), "-" for none.
+	ManagedFile string
 
 	wsFile string // CheckFile: this file is the workspace file
 }
@@ -51,6 +54,11 @@ type Loaded struct {
 	Origin   map[string]string
 	Warnings []string
 	Files    []string // the files read, in the order they were applied
+	// Managed is the managed policy applied as the ceiling ("" for none).
+	Managed string
+	// ceiling maps the settings the managed policy holds to the managed
+	// file (and line) that holds them.
+	ceiling map[string]string
 }
 
 // MaxFileSize bounds a configuration file.
@@ -110,6 +118,9 @@ type loader struct {
 	files    []string
 	errs     []*Error
 	sandbox  []*Error
+	// ceil is the managed policy, once loaded.
+	ceil        *ceiling
+	managedFile string
 }
 
 func load(opts LoadOptions) (*Loaded, []*Error, error) {
@@ -117,6 +128,7 @@ func load(opts LoadOptions) (*Loaded, []*Error, error) {
 	if ld.getenv == nil {
 		ld.getenv = os.LookupEnv
 	}
+	ld.managed()
 	ld.trusted()
 	dir, err := ld.workspaceDir()
 	if err != nil {
@@ -145,7 +157,11 @@ func load(opts LoadOptions) (*Loaded, []*Error, error) {
 		sortErrors(ld.errs)
 		return nil, ld.sandbox, &Errors{List: ld.errs}
 	}
-	out := &Loaded{Config: ld.cfg, Origin: map[string]string{}, Warnings: ld.warnings, Files: ld.files}
+	if ld.ceil != nil && ld.ceil.layer.has("store.url_env") {
+		ld.cfg.Store.Pinned = ld.ceil.managedAt("store.url_env")
+	}
+	out := &Loaded{Config: ld.cfg, Origin: map[string]string{}, Warnings: ld.warnings, Files: ld.files,
+		Managed: ld.managedFile, ceiling: ld.ceilingMap()}
 	for _, s := range flatten(ld.cfg) {
 		o := ld.origin[s.Key]
 		if o == "" {
@@ -181,6 +197,10 @@ func (ld *loader) trusted() {
 			continue
 		}
 		if l := ld.file(f, "user", false); l != nil && len(l.errs.list) == 0 {
+			if errs := ld.ceilingFor(l); len(errs) > 0 {
+				ld.errs = append(ld.errs, errs...)
+				continue
+			}
 			ld.apply(l, "user")
 		}
 	}
@@ -352,6 +372,7 @@ var replaceLists = map[string]bool{
 	"security.approval.notify_channels": true,
 	"security.tool_groups.*":            true,
 	"agents.*.allowed_tools":            true,
+	"sandbox.egress.allow":              true, // a workspace narrows it (egressAllowNarrows)
 }
 
 // apply merges a checked layer into the effective configuration.

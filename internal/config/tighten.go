@@ -31,21 +31,21 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	"security.tool_policy.groups.*": policyNotLooser,
 	"security.approval.on_timeout": func(c *wsCheck, lf leaf) string {
 		if lf.n.s == PolicyAllow && c.base.Security.Approval.OnTimeout != PolicyAllow {
-			return looser(show(c.base.Security.Approval.OnTimeout))
+			return c.looser(show(c.base.Security.Approval.OnTimeout))
 		}
 		return ""
 	},
 	"security.approval.timeout_secs": func(c *wsCheck, lf leaf) string {
 		if c.effOnTimeout() == PolicyAllow && int64(c.base.Security.Approval.TimeoutSecs) != lf.n.i {
-			return "with on_timeout = \"allow\" a changed timeout decides when requests run; " + onlyUser
+			return "with on_timeout = \"allow\" a changed timeout decides when requests run; " + c.only()
 		}
 		return ""
 	},
 	"security.approval.auto_approve": func(c *wsCheck, lf leaf) string {
 		for _, r := range c.ws.Security.Approval.AutoApprove {
-			r.Line = 0
-			if !slices.ContainsFunc(c.base.Security.Approval.AutoApprove, func(b AutoApprove) bool { b.Line = 0; return b == r }) {
-				return fmt.Sprintf("adds an auto-approve rule for %s; %s", r.Tool, onlyUser)
+			r.File, r.Line = "", 0
+			if !slices.ContainsFunc(c.base.Security.Approval.AutoApprove, func(b AutoApprove) bool { b.File, b.Line = "", 0; return b == r }) {
+				return fmt.Sprintf("adds an auto-approve rule for %s; %s", r.Tool, c.only())
 			}
 		}
 		return ""
@@ -56,24 +56,27 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 	"sandbox.enabled":              sandboxBool("enabled", false, func(s *Sandbox) bool { return s.Enabled }),
 	"sandbox.lockdown":             sandboxBool("lockdown", false, func(s *Sandbox) bool { return s.Lockdown }),
 	"sandbox.no_gpu":               sandboxBool("no_gpu", false, func(s *Sandbox) bool { return s.NoGPU }),
-	"sandbox.network":              sandboxBool("network", true, func(s *Sandbox) bool { return s.Network }),
+	"sandbox.network":              networkNotLooser,
+	"sandbox.egress.allow":         egressAllowNarrows,
+	"sandbox.egress.deny":          additive,
+	"sandbox.egress.unknown":       egressUnknownNotLooser,
 	"sandbox.mask":                 additive,
 	"sandbox.idle_timeout":         additive,
 	"sandbox.backend": func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && b.Backend != lf.n.s {
-			return fmt.Sprintf("the user config chose backend %q; %s", b.Backend, onlyUser)
+			return fmt.Sprintf("%s chose backend %q; %s", c.against(), b.Backend, c.only())
 		}
 		return ""
 	},
 	"sandbox.landlock": func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && landlockRank[lf.n.s] < landlockRank[b.Landlock] {
-			return looser(show(b.Landlock))
+			return c.looser(show(b.Landlock))
 		}
 		return ""
 	},
 	"sandbox.rw_paths": func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && b.Lockdown && len(c.ws.Sandbox.RWPaths) > 0 {
-			return "writable paths loosen the user's lockdown; " + onlyUser
+			return "writable paths loosen " + c.whose() + " lockdown; " + c.only()
 		}
 		return c.inside(c.ws.Sandbox.RWPaths)
 	},
@@ -98,7 +101,7 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 			}
 		}
 		if len(extra) > 0 {
-			return fmt.Sprintf("gives the agent %s (%s); %s", why, strings.Join(extra, ", "), onlyUser)
+			return fmt.Sprintf("gives the agent %s (%s); %s", why, strings.Join(extra, ", "), c.only())
 		}
 		return ""
 	},
@@ -108,13 +111,13 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 			floor = b.ConfirmMode
 		}
 		if modeRank[lf.n.s] < modeRank[floor] {
-			return looser(show(floor))
+			return c.looser(show(floor))
 		}
 		return ""
 	},
 	"agents.*.max_steps": func(c *wsCheck, lf leaf) string {
 		if b, ok := c.base.Agents[agentName(lf.path)]; ok && b.MaxSteps > 0 && lf.n.i > int64(b.MaxSteps) {
-			return fmt.Sprintf("raises the user's %d; %s", b.MaxSteps, onlyUser)
+			return fmt.Sprintf("raises %s %d; %s", c.whose(), b.MaxSteps, c.only())
 		}
 		return ""
 	},
@@ -122,16 +125,47 @@ var wsRules = map[string]func(c *wsCheck, lf leaf) string{
 
 const onlyUser = "only the user config may loosen it"
 
-func looser(than string) string {
-	return fmt.Sprintf("looser than %s from the user config; %s", than, onlyUser)
+// looser says that a value is looser than than, from the source the check
+// compares with (the user config, or the administrator's managed policy).
+func (c *wsCheck) looser(than string) string {
+	return fmt.Sprintf("looser than %s from %s; %s", than, c.against(), c.only())
 }
+
+// against names what the check compares with.
+func (c *wsCheck) against() string {
+	if c.ceiling != "" {
+		return "the managed policy " + c.ceiling
+	}
+	return "the user config"
+}
+
+// whose is the possessive of what the check compares with.
+func (c *wsCheck) whose() string {
+	if c.ceiling != "" {
+		return "the managed policy's"
+	}
+	return "the user's"
+}
+
+// only says who may loosen a setting.
+func (c *wsCheck) only() string {
+	if c.ceiling != "" {
+		return onlyAdmin
+	}
+	return onlyUser
+}
+
+const onlyAdmin = "only the administrator may loosen it"
 
 // wsCheck holds what the workspace rules compare against.
 type wsCheck struct {
-	base  *Config // defaults + user config + --config file
-	ws    *Config // what the workspace file sets
-	layer *layer
-	dir   string // the workspace directory
+	// ceiling is the managed policy file when the check holds a source to
+	// it (managed.go); "" for the workspace file's check.
+	ceiling string
+	base    *Config // defaults + user config + --config file
+	ws      *Config // what the workspace file sets
+	layer   *layer
+	dir     string // the workspace directory
 }
 
 func (c *wsCheck) effOnTimeout() string {
@@ -146,13 +180,13 @@ func (c *wsCheck) effOnTimeout() string {
 func (c *wsCheck) inside(paths []string) string {
 	for _, p := range paths {
 		if filepath.IsAbs(p) || !filepath.IsLocal(filepath.Clean(p)) {
-			return fmt.Sprintf("path %q is outside the workspace; %s", p, onlyUser)
+			return fmt.Sprintf("path %q is outside the workspace; %s", p, c.only())
 		}
 		if real, err := filepath.EvalSymlinks(filepath.Join(c.dir, p)); err == nil {
 			root, err := filepath.EvalSymlinks(c.dir)
 			rel, err2 := filepath.Rel(root, real)
 			if err != nil || err2 != nil || !filepath.IsLocal(rel) {
-				return fmt.Sprintf("path %q resolves outside the workspace (%s); %s", p, real, onlyUser)
+				return fmt.Sprintf("path %q resolves outside the workspace (%s); %s", p, real, c.only())
 			}
 		}
 	}
@@ -205,7 +239,7 @@ func additive(*wsCheck, leaf) string { return "" }
 func boolNotTo(loose bool, get func(*Config) bool) func(*wsCheck, leaf) string {
 	return func(c *wsCheck, lf leaf) string {
 		if lf.n.b == loose && get(c.base) != loose {
-			return looser(show(!loose))
+			return c.looser(show(!loose))
 		}
 		return ""
 	}
@@ -214,7 +248,7 @@ func boolNotTo(loose bool, get func(*Config) bool) func(*wsCheck, leaf) string {
 func notAbove(get func(*Config) int64) func(*wsCheck, leaf) string {
 	return func(c *wsCheck, lf leaf) string {
 		if b := get(c.base); lf.n.i > b {
-			return fmt.Sprintf("raises the user's %d; %s", b, onlyUser)
+			return fmt.Sprintf("raises %s %d; %s", c.whose(), b, c.only())
 		}
 		return ""
 	}
@@ -230,7 +264,7 @@ func subsetOf(get func(*Config) []string) func(*wsCheck, leaf) string {
 			}
 		}
 		if len(extra) > 0 {
-			return fmt.Sprintf("adds %s, which the user config does not allow; %s", strings.Join(extra, ", "), onlyUser)
+			return fmt.Sprintf("adds %s, which %s does not allow; %s", strings.Join(extra, ", "), c.against(), c.only())
 		}
 		return ""
 	}
@@ -239,7 +273,7 @@ func subsetOf(get func(*Config) []string) func(*wsCheck, leaf) string {
 func sandboxBool(key string, loose bool, get func(*Sandbox) bool) func(*wsCheck, leaf) string {
 	return func(c *wsCheck, lf leaf) string {
 		if b := c.base.Sandbox; b != nil && lf.n.b == loose && get(b) != loose {
-			return looser("sandbox." + key + " = " + show(!loose))
+			return c.looser("sandbox." + key + " = " + show(!loose))
 		}
 		return ""
 	}
@@ -247,7 +281,7 @@ func sandboxBool(key string, loose bool, get func(*Sandbox) bool) func(*wsCheck,
 
 func modeNotLooser(c *wsCheck, lf leaf) string {
 	if modeRank[lf.n.s] < modeRank[c.base.Security.ConfirmMode] {
-		return looser(show(c.base.Security.ConfirmMode))
+		return c.looser(show(c.base.Security.ConfirmMode))
 	}
 	return ""
 }
@@ -261,26 +295,26 @@ func policyNotLooser(c *wsCheck, lf leaf) string {
 	floor, from := "", ""
 	switch {
 	case lf.pattern == "security.tool_policy.default":
-		floor, from = tp.Default, "the user's default"
+		floor, from = tp.Default, c.whose()+" default"
 	case strings.HasPrefix(lf.pattern, "security.tool_policy.groups."):
 		g := mapKey(lf.path, "security.tool_policy.groups")
 		if p, ok := tp.Groups[g]; ok {
-			floor, from = p, "the user's policy for group "+g
+			floor, from = p, c.whose()+" policy for group "+g
 		} else {
-			floor, from = tp.Default, "the user's default"
+			floor, from = tp.Default, c.whose()+" default"
 		}
 	default:
 		t := mapKey(lf.path, "security.tool_policy.tools")
 		if p, ok := tp.Tools[t]; ok {
-			floor, from = p, "the user's policy for "+t
+			floor, from = p, c.whose()+" policy for "+t
 		} else {
 			for _, g := range groupsOf(t, c.base.Security.ToolGroups) {
 				if p, ok := tp.Groups[g]; ok && (floor == "" || policyRank[p] > policyRank[floor]) {
-					floor, from = p, "the user's policy for group "+g
+					floor, from = p, c.whose()+" policy for group "+g
 				}
 			}
 			if floor == "" {
-				floor, from = tp.Default, "the user's default"
+				floor, from = tp.Default, c.whose()+" default"
 			}
 		}
 	}
@@ -288,7 +322,7 @@ func policyNotLooser(c *wsCheck, lf leaf) string {
 		floor, from = PolicySupervised, "what the confirmation mode may decide"
 	}
 	if policyRank[lf.n.s] < policyRank[floor] {
-		return fmt.Sprintf("looser than %s (%q); %s", from, floor, onlyUser)
+		return fmt.Sprintf("looser than %s (%q); %s", from, floor, c.only())
 	}
 	return ""
 }

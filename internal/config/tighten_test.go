@@ -71,6 +71,14 @@ func TestWorkspaceCannotLoosen(t *testing.T) {
 			`1: security.approval.supervisors: only the user config may set this`},
 		{"supervisor id", "", "[security.approval]\nsupervisor_id = \"agent\"\n",
 			`2: security.approval.supervisor_id = "agent": only the user config may set this`},
+		// The workspace cannot move the store (and with it the queue and the
+		// audit trail) nor redirect or stop the telemetry export.
+		{"store moved", "", "[store]\nurl_env = \"MY_DB\"\n",
+			`2: store.url_env = "MY_DB": only the user config may set this`},
+		{"lease stretched", "", "[store]\nlease_secs = 600\n",
+			`2: store.lease_secs = 600: only the user config may set this`},
+		{"telemetry redirected", "", "[telemetry]\notlp_endpoint = \"https://attacker.example\"\n",
+			`2: telemetry.otlp_endpoint = "https://attacker.example": only the user config may set this`},
 		{"webhook", "", "[security.approval.webhook]\nurl = \"https://evil.example\"\n",
 			`2: security.approval.webhook.url = "https://evil.example": only the user config may set this`},
 		{"notify channel", "", "[security.approval]\nnotify_channel = \"slack\"\n",
@@ -106,7 +114,7 @@ func TestWorkspaceCannotLoosen(t *testing.T) {
 		{"lockdown off", "[sandbox]\nlockdown = true\n", "[sandbox]\nlockdown = false\n",
 			`2: sandbox.lockdown = false: looser than sandbox.lockdown = true from the user config; only the user config may loosen it`},
 		{"network on", "[sandbox]\n", "[sandbox]\nnetwork = true\n",
-			`2: sandbox.network = true: looser than sandbox.network = false from the user config; only the user config may loosen it`},
+			`2: sandbox.network = true: looser than sandbox.network = "none" from the user config; only the user config may loosen it`},
 		{"gpu on", "[sandbox]\nno_gpu = true\n", "[sandbox]\nno_gpu = false\n",
 			`2: sandbox.no_gpu = false: looser than sandbox.no_gpu = true from the user config; only the user config may loosen it`},
 		{"landlock off", "[sandbox]\n", "[sandbox]\nlandlock = \"off\"\n",

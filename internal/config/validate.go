@@ -66,6 +66,9 @@ func (l *layer) validate(priorGroups map[string][]string) {
 	l.validateLLM()
 	l.validateMCP()
 	l.validateAgents()
+	l.validateStore()
+	l.validateTelemetry()
+	l.validateCheckpoints()
 }
 
 func idx(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
@@ -259,6 +262,7 @@ func (l *layer) validateApproval() {
 	l.envName(p+".webhook.secret_env", a.Webhook.SecretEnv)
 	l.httpURL(p+".page_url", a.PageURL)
 	l.intRange(p+".grant_max_minutes", a.GrantMaxMinutes, 1, 1440)
+	l.intRange(p+".mcp_wait_secs", a.MCPWaitSecs, 1, 86400)
 	l.envName(p+".slack.url_env", a.Slack.URLEnv)
 	l.envName(p+".discord.url_env", a.Discord.URLEnv)
 	l.httpURL(p+".telegram.api_url", a.Telegram.APIURL)
@@ -289,7 +293,7 @@ func (l *layer) validateApproval() {
 	for i := range a.AutoApprove {
 		r := &a.AutoApprove[i]
 		e := idx(p+".auto_approve", i)
-		r.Line = l.at(e).line
+		r.File, r.Line = l.file, l.at(e).line
 		if n, ok := NormalizeTool(r.Tool); !ok {
 			l.bad(e+".tool", r.Tool, "unknown tool")
 		} else {
@@ -334,6 +338,8 @@ func (l *layer) validateHTTP() {
 }
 
 func (l *layer) validateHooks() {
+	l.oneOf("hooks.approval", l.cfg.Hooks.Approval, HookApprovalWarden, HookApprovalHost)
+	l.intRange("hooks.wait_secs", l.cfg.Hooks.WaitSecs, 0, 3600)
 	for i := range l.cfg.Hooks.PostEdit {
 		h := &l.cfg.Hooks.PostEdit[i]
 		e := idx("hooks.post_edit", i)
@@ -382,6 +388,7 @@ func (l *layer) validateSandbox() {
 	if l.has("sandbox.remote_path") && !strings.HasPrefix(s.RemotePath, "/") {
 		l.bad("sandbox.remote_path", s.RemotePath, "must be an absolute path on the remote host")
 	}
+	l.validateEgress()
 }
 
 func (l *layer) validateLLM() {

@@ -140,6 +140,18 @@ var validationCases = []struct {
 		[]string{"2: commands.default_timeout = 30: expected integer, got float"}, nil},
 	{"integer overflow", "[security.http]\ntimeout_secs = 9223372036854775807\n", "security:\n  http: {timeout_secs: 9223372036854775807}\n",
 		[]string{"2: security.http.timeout_secs = 9223372036854775807: must be between 1 and 300"}, nil},
+	{"store url_env", "[store]\nurl_env = \"postgres://u:pw@h/d\"\n", "store:\n  url_env: postgres://u:pw@h/d\n",
+		[]string{"2: store.url_env = \"postgres://u:pw@h/d\": not an environment variable name"}, nil},
+	{"store lease", "[store]\nlease_secs = 2\n", "store:\n  lease_secs: 2\n",
+		[]string{"2: store.lease_secs = 2: must be between 3 and 600"}, nil},
+	{"telemetry endpoint", "[telemetry]\notlp_endpoint = \"collector:4318\"\n", "telemetry:\n  otlp_endpoint: collector:4318\n",
+		[]string{"2: telemetry.otlp_endpoint = \"collector:4318\": must be an http:// or https:// URL without credentials (put them in headers_env)"}, nil},
+	{"telemetry credentials", "[telemetry]\notlp_endpoint = \"https://u:p@otel.corp\"\n", "telemetry:\n  otlp_endpoint: https://u:p@otel.corp\n",
+		[]string{"2: telemetry.otlp_endpoint = \"https://u:p@otel.corp\": must be an http:// or https:// URL without credentials (put them in headers_env)"}, nil},
+	{"telemetry clear text", "[telemetry]\notlp_endpoint = \"http://otel.corp:4318\"\n", "telemetry:\n  otlp_endpoint: http://otel.corp:4318\n",
+		[]string{"2: telemetry.otlp_endpoint = \"http://otel.corp:4318\": plain http only to a loopback collector: audit events would cross the network in clear (use https)"}, nil},
+	{"telemetry headers", "[telemetry]\nheaders_env = \"api-key=x\"\n", "telemetry:\n  headers_env: api-key=x\n",
+		[]string{"2: telemetry.headers_env = \"api-key=x\": not an environment variable name"}, nil},
 }
 
 func TestValidationErrors(t *testing.T) {

@@ -12,6 +12,11 @@
 //	→ a sanitised audit record
 //	→ tools.Result
 //
+// The steps up to asking a person are one decision stage (Decide): Call,
+// Explain and the hooks of agent hosts (Admit, for a call the host runs
+// itself) all take it, so explain reports exactly what a call would meet,
+// auto-approve rules (by file and line) and active grants included.
+//
 // Threat model: the caller is a model that may be confused or steered by
 // injected text. It controls the tool name and the arguments, nothing else.
 // The engine never panics out to its caller and never returns a Go error

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -39,6 +40,15 @@ type Options struct {
 	Hooks HookRunner
 	// Log receives human-readable events; nil discards them.
 	Log *slog.Logger
+	// ApprovalWait, when positive, bounds how long a supervised call waits
+	// for a person: past it the call returns, telling the model that a
+	// person has been asked and that the same call can be made again, and
+	// the request stays pending (approval.Request.MaxWait). Zero waits for
+	// the decision or the approval timeout.
+	ApprovalWait time.Duration
+	// Checkpoints records the workspace before each call that may change
+	// it (checkpoint.go); nil records nothing.
+	Checkpoints Checkpointer
 }
 
 // HookRunner runs the post-edit hooks for the files an edit changed and
@@ -49,14 +59,17 @@ type HookRunner interface {
 
 // Engine runs tool calls through the pipeline.
 type Engine struct {
-	opts     Options
-	agent    config.Agent
-	schemas  map[string]*jsonschema.Resolved
-	now      func() time.Time
-	workRoot string
+	opts  Options
+	agent config.Agent
+	// schemas holds each tool's resolved schema, resolved on the tool's
+	// first call: a one-shot process resolves only the one it calls.
+	schemasMu sync.Mutex
+	schemas   map[string]*jsonschema.Resolved
+	now       func() time.Time
+	workRoot  string
 }
 
-// New checks opts and prepares the tools' schemas.
+// New checks opts and that every tool has a schema.
 func New(opts Options) (*Engine, error) {
 	if opts.Registry == nil || opts.Env == nil || opts.Env.Config == nil || opts.Env.FS == nil {
 		return nil, errors.New("engine: Registry, Env, Env.Config and Env.FS are required")
@@ -76,13 +89,24 @@ func New(opts Options) (*Engine, error) {
 		if t.Schema == nil {
 			return nil, fmt.Errorf("engine: tool %s has no schema", t.Name)
 		}
-		r, err := t.Schema.Resolve(nil)
-		if err != nil {
-			return nil, fmt.Errorf("engine: tool %s: bad schema: %w", t.Name, err)
-		}
-		e.schemas[t.Name] = r
 	}
 	return e, nil
+}
+
+// schema returns t's resolved schema, resolving it on first use. A schema
+// that does not resolve is a bug in the tool: its calls are refused.
+func (e *Engine) schema(t *tools.Tool) (*jsonschema.Resolved, error) {
+	e.schemasMu.Lock()
+	defer e.schemasMu.Unlock()
+	if r, ok := e.schemas[t.Name]; ok {
+		return r, nil
+	}
+	r, err := t.Schema.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s has a bad schema (this is a bug in warden, not in your call): %w", t.Name, err)
+	}
+	e.schemas[t.Name] = r
+	return r, nil
 }
 
 // Tools returns the tools the engine's agent may call.
@@ -100,6 +124,7 @@ func (e *Engine) Tools() []*tools.Tool {
 type call struct {
 	rec   audit.Record
 	start time.Time
+	facts tools.Facts
 }
 
 // Call runs one tool call through the whole pipeline. It never panics and
@@ -124,91 +149,26 @@ func (e *Engine) Call(ctx context.Context, name string, args json.RawMessage) (r
 }
 
 func (e *Engine) run(ctx context.Context, c *call, name string, args json.RawMessage) tools.Result {
-	cfg := e.opts.Env.Config
-	canon := policy.Canonical(name)
-	t, ok := e.opts.Registry.Get(canon)
-	if !ok || !policy.AgentHas(cfg, e.agent, t.Name, t.Group) {
-		return e.refuse(c, "not-found", fmt.Sprintf("Tool '%s' not found. Available tools: %s", name, e.names()))
+	d := e.decide(ctx, name, args)
+	c.rec.Tool = d.Tool
+	if d.Decision == Deny {
+		return e.refuse(c, d.Rule, d.Message)
 	}
-	c.rec.Tool = t.Name
-
-	// Canonical arguments: what is judged, asked about and run are the same bytes.
-	canonArgs, err := canonical(args)
-	if err != nil {
-		return e.refuse(c, "invalid-arguments", "Invalid arguments: "+err.Error())
-	}
-	var inst any
-	_ = json.Unmarshal(canonArgs, &inst)
-	if err := e.schemas[t.Name].Validate(inst); err != nil {
-		return e.refuse(c, "invalid-arguments", fmt.Sprintf("Invalid arguments for %s: %v", t.Name, err))
-	}
-
-	var facts tools.Facts
-	if t.Guard != nil {
-		facts, err = t.Guard(e.opts.Env, canonArgs)
-		if err != nil {
-			return e.refuse(c, ruleOf(err), "Security error: "+err.Error())
-		}
-	}
-
-	d := policy.Decide(cfg, e.agent, policy.Call{Tool: t.Name, Group: t.Group, Sensitive: t.Sensitive, CommandClass: facts.CommandClass})
-	c.rec.Rule = d.Rule
-	switch d.Action {
-	case policy.Deny:
-		return e.refuse(c, d.Rule, fmt.Sprintf("Refused by policy: %s (%s). Do not retry this call; tell the user if it is needed.", t.Name, d.Reason))
-	case policy.Supervised:
-		if e.opts.DryRun {
-			break // nothing will run, so nobody needs to be asked
-		}
-		out, err := e.ask(ctx, t, canonArgs, facts, d)
-		c.rec.RequestID, c.rec.DecidedBy, c.rec.Reason = out.ID, out.By, out.Reason
-		if errors.Is(err, approval.ErrAborted) {
-			c.rec.Decision = audit.DecisionAborted
-			return tools.Result{Error: "The user stopped the run at the approval prompt. Do not call more tools; finish with a short summary.", Stop: true}
-		}
-		if err != nil {
-			c.rec.Decision = audit.DecisionError
-			return tools.Result{Error: err.Error()}
-		}
-		if !out.Approved {
-			c.rec.Decision = audit.DecisionDenied
-			msg := fmt.Sprintf("The user denied this %s call", t.Name)
-			switch out.State {
-			case store.TimedOut:
-				c.rec.Decision = audit.DecisionTimedOut
-				msg = fmt.Sprintf("Nobody approved this %s call in time, so it was denied", t.Name)
-			case store.Cancelled:
-				c.rec.Decision = audit.DecisionCancelled
-				msg = fmt.Sprintf("The approval request for this %s call was cancelled", t.Name)
-			}
-			if out.Reason != "" {
-				msg += ": " + out.Reason
-			}
-			return tools.Result{Error: msg + "."}
-		}
-		// The decision is bound to the exact call: run only what was approved.
-		if out.Args != nil && (!bytes.Equal(out.Args, canonArgs) ||
-			out.ArgsHash != approval.BindingHash(t.Name, canonArgs, e.workRoot, e.opts.Env.Session, targets(facts.Locations)...)) {
-			c.rec.Decision = audit.DecisionError
-			return tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, t.Name)}
-		}
-		c.rec.Decision = audit.DecisionApproved
-		switch {
-		case out.Auto:
-			c.rec.Decision = audit.DecisionAutoApproved
-		case out.Grant != "":
-			c.rec.Decision = audit.DecisionGranted
-		}
-		res := e.execute(ctx, c, t, canonArgs, facts.Locations)
-		if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Excerpt(res.Output+res.Error, 500)); err != nil {
-			e.opts.Log.Warn("recording an approved call's result failed", "request", out.ID, "err", err)
-		}
-		return res
-	}
-	if c.rec.Decision == "" {
+	c.facts = d.facts
+	c.rec.Rule = d.PolicyRule
+	if !d.supervised || e.opts.DryRun { // dry run: nothing will run, so nobody needs to be asked
 		c.rec.Decision = audit.DecisionAllow
+		return e.execute(ctx, c, d.tool, d.args, d.facts.Locations)
 	}
-	return e.execute(ctx, c, t, canonArgs, facts.Locations)
+	out, fail, ok := e.approve(ctx, c, &d, e.approvalWait(ctx))
+	if !ok {
+		return fail
+	}
+	res := e.execute(ctx, c, d.tool, d.args, d.facts.Locations)
+	if err := e.opts.Approver.Executed(context.WithoutCancel(ctx), out.ID, res.Success, audit.Excerpt(res.Output+res.Error, 500)); err != nil {
+		e.opts.Log.Warn("recording an approved call's result failed", "request", out.ID, "err", err)
+	}
+	return res
 }
 
 // targets converts where a call's changes land into the approval's terms.
@@ -220,28 +180,93 @@ func targets(locs []tools.Location) []approval.Target {
 	return out
 }
 
-func (e *Engine) ask(ctx context.Context, t *tools.Tool, args json.RawMessage, facts tools.Facts, d policy.Decision) (approval.Outcome, error) {
-	if e.opts.Approver == nil {
-		return approval.Outcome{}, noChannel(t.Name, d)
+// approve puts a supervised call to the approver (an auto-approve rule, a
+// grant, a person) and records how it was decided. ok means run it: the
+// approval is bound to exactly d's arguments. Otherwise fail is the result
+// for the model.
+func (e *Engine) approve(ctx context.Context, c *call, d *Decision, maxWait time.Duration) (out approval.Outcome, fail tools.Result, ok bool) {
+	out, err := e.ask(ctx, d, maxWait)
+	c.rec.RequestID, c.rec.DecidedBy, c.rec.Reason = out.ID, out.By, out.Reason
+	var pe *approval.PendingError
+	switch {
+	case errors.Is(err, approval.ErrAborted):
+		c.rec.Decision = audit.DecisionAborted
+		return out, tools.Result{Error: "The user stopped the run at the approval prompt. Do not call more tools; finish with a short summary.", Stop: true}, false
+	case errors.As(err, &pe):
+		c.rec.Decision, c.rec.RequestID = audit.DecisionPending, pe.ID
+		return out, tools.Result{Error: pendingMessage(pe)}, false
+	case err != nil:
+		c.rec.Decision = audit.DecisionError
+		return out, tools.Result{Error: err.Error()}, false
 	}
-	// Where a change lands elsewhere than its path says, the person is
-	// told first (chat channels cut a long risk to its start).
-	risk := strings.TrimSpace(tools.MovedNote(facts.Locations) + facts.Risk)
-	if t.Preview != nil {
-		if p, err := t.Preview(ctx, e.opts.Env, args); err != nil {
+	if !out.Approved {
+		c.rec.Decision = audit.DecisionDenied
+		msg := fmt.Sprintf("The user denied this %s call", d.Tool)
+		switch out.State {
+		case store.TimedOut:
+			c.rec.Decision = audit.DecisionTimedOut
+			msg = fmt.Sprintf("Nobody approved this %s call in time, so it was denied", d.Tool)
+		case store.Cancelled:
+			c.rec.Decision = audit.DecisionCancelled
+			msg = fmt.Sprintf("The approval request for this %s call was cancelled", d.Tool)
+		}
+		if out.Reason != "" {
+			msg += ": " + out.Reason
+		}
+		return out, tools.Result{Error: msg + "."}, false
+	}
+	// The decision is bound to the exact call: run only what was approved.
+	if out.Args != nil && (!bytes.Equal(out.Args, d.args) ||
+		out.ArgsHash != approval.BindingHash(d.Tool, d.args, e.workRoot, e.opts.Env.Session, targets(d.facts.Locations)...)) {
+		c.rec.Decision = audit.DecisionError
+		return out, tools.Result{Error: fmt.Sprintf("the approval of request %s does not match this %s call; nothing was executed", out.ID, d.Tool)}, false
+	}
+	c.rec.Decision = audit.DecisionApproved
+	switch {
+	case out.Auto:
+		c.rec.Decision = audit.DecisionAutoApproved
+	case out.Grant != "":
+		c.rec.Decision = audit.DecisionGranted
+	}
+	return out, tools.Result{}, true
+}
+
+// approvalWait is how long a supervised call made with ctx waits for a
+// person: the caller's approval.WithMaxWait, else Options.ApprovalWait.
+func (e *Engine) approvalWait(ctx context.Context) time.Duration {
+	if d, ok := approval.MaxWaitFrom(ctx); ok {
+		return d
+	}
+	return e.opts.ApprovalWait
+}
+
+// pendingMessage tells the model that a person has been asked and what it
+// can do: make the same call again.
+func pendingMessage(pe *approval.PendingError) string {
+	return fmt.Sprintf("A person has been asked to approve this %s call (approval request %s) and has not decided yet, "+
+		"so nothing ran. Make exactly the same call again to wait for the decision: if it was approved meanwhile, "+
+		"it runs then (once); if it was denied, you get the reason. Tell the user it waits for approval "+
+		"(`warden approvals approve %s`, or deny it with `warden approvals deny %s --reason R`); the request expires at %s.",
+		pe.Tool, pe.ID, pe.ID, pe.ID, pe.ExpiresAt.Local().Format(time.DateTime))
+}
+
+func (e *Engine) ask(ctx context.Context, d *Decision, maxWait time.Duration) (approval.Outcome, error) {
+	if e.opts.Approver == nil {
+		return approval.Outcome{}, noChannel(d.Tool, d.pd)
+	}
+	req := e.request(d)
+	req.MaxWait = maxWait
+	if t := d.tool; t.Preview != nil {
+		if p, err := t.Preview(ctx, e.opts.Env, d.args); err != nil {
 			return approval.Outcome{}, err // the call would fail anyway: say why now, ask nobody
 		} else if p != "" {
-			risk = strings.TrimSpace(risk + "\n" + p)
+			req.Risk = strings.TrimSpace(req.Risk + "\n" + p)
 		}
-	}
-	req := &approval.Request{
-		Tool: t.Name, Args: args, Workspace: e.workRoot, Session: e.opts.Env.Session,
-		Agent: e.opts.Env.Agent, Rule: d.Rule, Risk: risk, Targets: targets(facts.Locations),
 	}
 	out, err := e.opts.Approver.Ask(ctx, req)
 	var nc *approval.NoChannelError
 	if errors.Is(err, approval.ErrNoChannel) && !errors.As(err, &nc) {
-		err = noChannel(t.Name, d) // say the ways out, whatever the approver said
+		err = noChannel(d.Tool, d.pd) // say the ways out, whatever the approver said
 	}
 	return out, err
 }
@@ -260,10 +285,15 @@ func (e *Engine) execute(ctx context.Context, c *call, t *tools.Tool, args json.
 		c.rec.Decision = audit.DecisionDryRun
 		return tools.Result{Success: true, Output: fmt.Sprintf("[DRY-RUN] %s would run with %s", t.Name, audit.Truncate(string(args), audit.DefaultMaxLen))}
 	}
+	undo, refused := e.checkpoint(ctx, c, t, args)
+	if refused != nil {
+		return *refused
+	}
 	out, err := t.Run(ctx, e.opts.Env, args)
 	if err != nil {
-		return tools.Result{Output: out, Error: err.Error()}
+		return tools.Result{Output: out + undo, Error: err.Error()}
 	}
+	out += undo
 	if e.opts.Hooks != nil && t.Edits != nil {
 		if files := t.Edits(args); len(files) > 0 {
 			if h := e.opts.Hooks.AfterEdit(ctx, files); h != "" {

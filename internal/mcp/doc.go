@@ -8,7 +8,15 @@
 // result with isError set and the reason as its text. A supervised call
 // waits for a decision from any channel of the approval broker; when the
 // client can elicit, the Elicitor also asks the person through a form in the
-// client, and the first decision wins. A cancelled call cancels its request.
+// client, and the first decision wins. While it waits, a call that carries a
+// progress token gets progress notifications naming the request. MCP clients
+// give up on a call after about a minute, so past ServerOptions.ApprovalWait
+// (security.approval.mcp_wait_secs) the call answers the model with the
+// request id, that a person has been asked and that it can make the same
+// call again; the request stays pending, owned by no process. The same call
+// made again waits on it, runs once if it was approved meanwhile, or gets
+// the denial. A call the client cancels leaves its request pending too:
+// nothing is cancelled because a client gave up.
 //
 // As a client (Connect), it registers the tools of remote MCP servers as
 // mcp__<server>__<tool>: sensitive, in group "mcp", so they meet the same

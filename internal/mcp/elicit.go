@@ -141,6 +141,15 @@ func (a *Approver) Ask(ctx context.Context, req *approval.Request) (approval.Out
 	return a.Plain.Ask(ctx, req)
 }
 
+// Foresee implements approval.Foreseer: both approvers share the store and
+// the auto-approve rules.
+func (a *Approver) Foresee(ctx context.Context, req *approval.Request) (approval.Foresight, error) {
+	if f, ok := a.Plain.(approval.Foreseer); ok {
+		return f.Foresee(ctx, req)
+	}
+	return approval.Foresight{}, nil
+}
+
 // Executed implements approval.Approver: both approvers share the store.
 func (a *Approver) Executed(ctx context.Context, id string, success bool, result string) error {
 	return a.Plain.Executed(ctx, id, success, result)
@@ -151,7 +160,11 @@ func (a *Approver) Executed(ctx context.Context, id string, success bool, result
 // every later one, so the person knows what to approve and where.
 type ProgressChannel struct{}
 
-var _ approval.Channel = ProgressChannel{}
+var _ approval.CallNotifier = ProgressChannel{}
+
+// NotifiesCaller implements approval.CallNotifier: it tells the call that
+// waits, so it is told again when a call takes up a request left waiting.
+func (ProgressChannel) NotifiesCaller() {}
 
 // Notify implements approval.Channel.
 func (ProgressChannel) Notify(ctx context.Context, p *approval.Pending) error {

@@ -201,8 +201,10 @@ func TestProcessElicitation(t *testing.T) {
 	}
 }
 
-// Cancelling a waiting call through a real `warden mcp` cancels its request.
-func TestProcessCancel(t *testing.T) {
+// Cancelling a waiting call through a real `warden mcp` (the client gave
+// up) leaves its request pending; a person approves it with `warden
+// approvals approve`, and the same call made again runs once.
+func TestProcessCancelKeepsRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs warden")
 	}
@@ -210,7 +212,8 @@ func TestProcessCancel(t *testing.T) {
 	h := newHome(t, supervised)
 	cs := h.mcp(t, nil)
 	ctx, cancel := context.WithCancel(t.Context())
-	go cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": "c.txt", "content": "c"}})
+	args := map[string]any{"path": "c.txt", "content": "c"}
+	go cs.CallTool(ctx, &sdk.CallToolParams{Name: "write_file", Arguments: args})
 	st, err := store.OpenSQLite(h.db, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +221,56 @@ func TestProcessCancel(t *testing.T) {
 	defer st.Close()
 	a := waitPending(t, st)
 	cancel()
-	waitState(t, st, a.ID, store.Cancelled)
+	time.Sleep(300 * time.Millisecond)
+	if cur, _ := st.Get(t.Context(), a.ID); cur.State != store.Pending || cur.Owner != store.Unowned {
+		t.Fatalf("after the cancel: %s owned by %+v, want PENDING and unowned", cur.State, cur.Owner)
+	}
+	approve := exec.Command(warden(t), "approvals", "approve", a.ID, "--as", "alice")
+	approve.Env = append(h.env, "ALICE_TOKEN=alice-token-0123456789") // deciding needs the supervisor's token
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("warden approvals approve: %v\n%s", err, out)
+	}
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "write_file", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("the same call again: %v %q", err, text(res))
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.ws, "c.txt")); string(b) != "c" {
+		t.Fatalf("c.txt = %q", b)
+	}
+	waitState(t, st, a.ID, store.Executed)
+}
+
+// `warden mcp` with mcp_wait_secs: a call answers within the wait with
+// the request id; approved from another process, the same call runs.
+func TestProcessWaitAnswersBeforeClientTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs warden")
+	}
+	t.Parallel()
+	h := newHome(t, supervised+"mcp_wait_secs = 1\n")
+	cs := h.mcp(t, nil)
+	args := `{"command":"echo x >> once.txt"}`
+	res := call(t, cs, "run_command", args)
+	st, err := store.OpenSQLite(h.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := waitPending(t, st)
+	if !res.IsError || !strings.Contains(text(res), a.ID) || !strings.Contains(text(res), "same call again") {
+		t.Fatalf("pending answer: %q", text(res))
+	}
+	approve := exec.Command(warden(t), "approvals", "approve", a.ID, "--as", "alice")
+	approve.Env = append(h.env, "ALICE_TOKEN=alice-token-0123456789") // deciding needs the supervisor's token
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("warden approvals approve: %v\n%s", err, out)
+	}
+	if res := call(t, cs, "run_command", args); res.IsError {
+		t.Fatalf("after approval: %q", text(res))
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.ws, "once.txt")); string(b) != "x\n" {
+		t.Fatalf("once.txt = %q", b)
+	}
 }
 
 // inspectorVersion is the MCP Inspector the interop test runs; it is
@@ -238,20 +290,7 @@ func TestInspectorCLI(t *testing.T) {
 		t.Logf("testing against MCP Inspector %q; scripts/test-deps pins %s", v, inspectorVersion)
 	}
 	h := newHome(t, "")
-	run := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		base := []string{"--cli", warden(t), "mcp", "--workspace", h.ws}
-		cmd := exec.CommandContext(ctx, inspector, append(base, args...)...)
-		cmd.Env = h.env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		if err != nil {
-			return stdout.String() + stderr.String(), err
-		}
-		return stdout.String(), nil
-	}
+	run := func(args ...string) (string, error) { return inspect(t, inspector, h, args...) }
 	out, err := run("--method", "tools/list")
 	if err != nil {
 		t.Fatalf("tools/list: %v\n%s", err, out)
@@ -273,6 +312,41 @@ func TestInspectorCLI(t *testing.T) {
 	if !strings.Contains(out, `"isError": true`) || !strings.Contains(out, "escapes the workspace") {
 		t.Fatalf("tools/call refusal:\n%s", out)
 	}
+
+	// A supervised call answers the Inspector within mcp_wait_secs, long
+	// before the client's own timeout (it died at 62 s waiting for the
+	// approval's 300 s), and the request outlives the process.
+	hs := newHome(t, supervised+"mcp_wait_secs = 2\n")
+	start := time.Now()
+	out, _ = inspect(t, inspector, hs, "--method", "tools/call", "--tool-name", "write_file", "--tool-arg", "path=i.txt", "--tool-arg", "content=i")
+	st, err := store.OpenSQLite(hs.db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a := waitPending(t, st)
+	if !strings.Contains(out, a.ID) || !strings.Contains(out, "has been asked") || time.Since(start) > 50*time.Second {
+		t.Fatalf("supervised call through the Inspector (%s):\n%s", time.Since(start), out)
+	}
+	if cur, _ := st.Get(t.Context(), a.ID); cur.State != store.Pending || cur.Owner != store.Unowned {
+		t.Fatalf("after the Inspector exited: %s owned by %+v", cur.State, cur.Owner)
+	}
+}
+
+// inspect runs the MCP Inspector CLI on `warden mcp` in h.
+func inspect(t *testing.T, inspector string, h *home, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	base := []string{"--cli", warden(t), "mcp", "--workspace", h.ws}
+	cmd := exec.CommandContext(ctx, inspector, append(base, args...)...)
+	cmd.Env = h.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.String() + stderr.String(), err
+	}
+	return stdout.String(), nil
 }
 
 // inspectorInstalled is the version of the MCP Inspector whose command is

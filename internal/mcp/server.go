@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/tools"
 )
 
@@ -45,7 +46,19 @@ type ServerOptions struct {
 	ProgressInterval time.Duration
 	// Version is the server version reported to clients.
 	Version string
+	// ApprovalWait is how long a supervised call waits for a person before
+	// it answers the model with the request id, that a person has been
+	// asked and that the same call can be made again; the request stays
+	// pending, and the same call made again waits on it, or runs once if it
+	// was approved meanwhile (config security.approval.mcp_wait_secs).
+	// Clients give up on a call after about 60 s (the TypeScript SDK's
+	// default, Codex's tool_timeout_sec), so this stays below that.
+	// Default DefaultApprovalWait.
+	ApprovalWait time.Duration
 }
+
+// DefaultApprovalWait is ServerOptions.ApprovalWait's default.
+const DefaultApprovalWait = 50 * time.Second
 
 // server exposes an engine's tools over MCP.
 type server struct {
@@ -74,6 +87,9 @@ func NewServer(eng Engine, opts *ServerOptions) *sdk.Server {
 	}
 	if s.opts.ProgressInterval <= 0 {
 		s.opts.ProgressInterval = DefaultProgressInterval
+	}
+	if s.opts.ApprovalWait <= 0 {
+		s.opts.ApprovalWait = DefaultApprovalWait
 	}
 	s.log = s.opts.Logger
 	if s.log == nil {
@@ -155,6 +171,10 @@ func (s *server) handler(name string) sdk.ToolHandler {
 		}
 		c := &callInfo{session: req.Session, sessionID: se.id, tool: name}
 		ctx = context.WithValue(ctx, callKey{}, c)
+		// A client that gives up (its timeout, a cancel) does not cancel a
+		// request a person may still decide: it stays pending for the same
+		// call made again (approval.Request.MaxWait).
+		ctx = approval.WithMaxWait(ctx, s.opts.ApprovalWait)
 		stop := s.progress(ctx, req, c)
 		args := req.Params.Arguments
 		if len(args) == 0 {

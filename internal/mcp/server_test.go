@@ -283,15 +283,18 @@ func TestStoreDecisionBeatsElicitation(t *testing.T) {
 	}
 }
 
-// A call the client cancels while it waits cancels its request.
-func TestCancelWhileWaiting(t *testing.T) {
+// A call the client cancels while it waits (the client gave up) leaves its
+// request pending: a person may still approve it, and the same call made
+// again then runs, once.
+func TestCancelWhileWaitingKeepsRequest(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureOpts{approver: brokers(true, false)})
 	cs := connect(t, f.eng, nil, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
+	args := `{"command":"echo run >> z.txt"}`
 	go func() {
-		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "touch z.txt"}})
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_command", Arguments: json.RawMessage(args)})
 		errc <- err
 	}()
 	a := waitPending(t, f.store)
@@ -299,9 +302,76 @@ func TestCancelWhileWaiting(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("cancelled call returned no error")
 	}
-	waitState(t, f.store, a.ID, store.Cancelled)
+	time.Sleep(200 * time.Millisecond) // the server has seen the cancel
+	if cur, _ := f.store.Get(t.Context(), a.ID); cur.State != store.Pending {
+		t.Fatalf("request %s is %s after the client gave up, want PENDING", a.ID, cur.State)
+	}
 	if _, err := os.Stat(filepath.Join(f.dir, "z.txt")); err == nil {
-		t.Fatal("the cancelled command ran")
+		t.Fatal("the command ran before anyone approved it")
+	}
+	if _, err := f.store.Decide(t.Context(), a.ID, store.Transition{To: store.Approved, Decision: "approved", By: "alice"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "run_command", args); res.IsError {
+		t.Fatalf("the same call after approval: %q", text(res))
+	}
+	waitState(t, f.store, a.ID, store.Executed)
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "z.txt")); string(b) != "run\n" {
+		t.Fatalf("z.txt = %q, want one run", b)
+	}
+}
+
+// Past the approval wait the model gets a result it can act on (the
+// request id, that a person was asked, that it can make the same call
+// again); made again after approval, the call runs once; after a denial it
+// gets the reason; a call after the run is a new request.
+func TestApprovalOutlivesClientTimeout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureOpts{approver: brokers(true, false)})
+	cs := connect(t, f.eng, &ServerOptions{ApprovalWait: 300 * time.Millisecond}, nil)
+	args := `{"path":"w.txt","content":"w\n"}`
+	start := time.Now()
+	res := call(t, cs, "write_file", args)
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("answered after %s", waited)
+	}
+	a := waitPending(t, f.store)
+	msg := text(res)
+	for _, want := range []string{a.ID, "has been asked", "same call again", "warden approvals approve " + a.ID} {
+		if !res.IsError || !strings.Contains(msg, want) {
+			t.Fatalf("pending result %q lacks %q", msg, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "w.txt")); err == nil {
+		t.Fatal("written before approval")
+	}
+	// Made again while still pending: it waits on the same request.
+	if res := call(t, cs, "write_file", args); !strings.Contains(text(res), a.ID) {
+		t.Fatalf("second call: %q", text(res))
+	}
+	if l, _ := f.store.List(t.Context(), store.Filter{}); len(l) != 1 {
+		t.Fatalf("%d requests, want 1", len(l))
+	}
+	if _, err := f.store.Decide(t.Context(), a.ID, store.Transition{To: store.Approved, Decision: "approved", By: "alice"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "write_file", args); res.IsError {
+		t.Fatalf("after approval: %q", text(res))
+	}
+	waitState(t, f.store, a.ID, store.Executed)
+	// It ran once: the same call now is a new request.
+	if res := call(t, cs, "write_file", args); !res.IsError || strings.Contains(text(res), a.ID) {
+		t.Fatalf("after the run: %q", text(res))
+	}
+	l, _ := f.store.List(t.Context(), store.Filter{State: store.Pending})
+	if len(l) != 1 || l[0].ID == a.ID {
+		t.Fatalf("pending after the run: %+v", l)
+	}
+	if _, err := f.store.Decide(t.Context(), l[0].ID, store.Transition{To: store.Denied, Decision: "denied", By: "alice", Reason: "once is enough"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "write_file", args); !res.IsError || !strings.Contains(text(res), "once is enough") {
+		t.Fatalf("after the denial: %q", text(res))
 	}
 }
 

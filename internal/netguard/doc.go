@@ -18,9 +18,12 @@
 // IP addresses and CIDR prefixes (security.http.allow_hosts). A host name on
 // the list is trusted wholesale: whatever it resolves to may be reached.
 //
+// Classify is also the address classification of the jail's egress proxy
+// (internal/egress/policy): one table of special ranges for both.
+//
 // Non-goals: netguard does not filter by content, does not stop a public
 // host from relaying requests inward (an open proxy on the internet is out
 // of its reach), does not cover connections made by commands the agent runs
-// (the sandbox's network namespace does that), and does not police proxies:
+// (the sandbox's network namespace and internal/egress do that), and does not police proxies:
 // callers must not use one (http.Transport.Proxy must be nil).
 package netguard

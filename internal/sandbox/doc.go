@@ -57,8 +57,16 @@
 //     namespaces are disabled, all capabilities are dropped, the jail's
 //     root is read-only, and the seccomp filter denies the dangerous system
 //     calls and kills any made under a foreign architecture;
-//   - using the network under lockdown or network = false (an own network
-//     namespace: not even the host's loopback);
+//   - using the network under lockdown or network = "none" (an own network
+//     namespace: not even the host's loopback); under network =
+//     "allowlist" the namespace is the same, and the worker's relay on its
+//     loopback hands every connection to the jail's egress gateway on the
+//     host (internal/egress, started and closed with the worker, its socket
+//     and CA bundle bound read-only), which decides by [sandbox.egress];
+//     every command gets the proxy variables and the brokered secrets'
+//     placeholders whatever environment its request brings (the ssh
+//     backend refuses allowlist: the relay hands sockets over a local unix
+//     socket);
 //   - exhausting the host: a pids cgroup (or the container's pids limit)
 //     bounds the jail's processes, rlimits bound files and core dumps, and
 //     the jail dies with warden.

@@ -28,7 +28,7 @@ func TestCallNotSent(t *testing.T) {
 	gone := &fakeProc{exited: make(chan struct{})}
 	close(gone.exited)
 	_, pw := io.Pipe()
-	w := newWorker(o, Settings{}, gone, pw)
+	w := newWorker(o, Settings{}, gone, pw, nil)
 	<-w.Done()
 	_, err := w.call(context.Background(), &proto.Request{Op: proto.OpPing}, time.Second)
 	if !errors.Is(err, ErrWorkerGone) || !errors.Is(err, errNotSent) {
@@ -39,7 +39,7 @@ func TestCallNotSent(t *testing.T) {
 	live := &fakeProc{exited: make(chan struct{})}
 	pr, pw := io.Pipe()
 	pr.Close()
-	w = newWorker(o, Settings{}, live, pw)
+	w = newWorker(o, Settings{}, live, pw, nil)
 	_, err = w.call(context.Background(), &proto.Request{Op: proto.OpPing}, time.Second)
 	if !errors.Is(err, ErrWorkerGone) || !errors.Is(err, errNotSent) {
 		t.Errorf("call with a closed input: %v, want ErrWorkerGone and not sent", err)
@@ -49,7 +49,7 @@ func TestCallNotSent(t *testing.T) {
 	// Sent, then the worker died: it may have run, so it is not "not sent".
 	dying := &fakeProc{exited: make(chan struct{})}
 	pr, pw = io.Pipe()
-	w = newWorker(o, Settings{}, dying, pw)
+	w = newWorker(o, Settings{}, dying, pw, nil)
 	go func() {
 		buf := make([]byte, 4096)
 		pr.Read(buf) // the request arrives

@@ -37,6 +37,10 @@ type Options struct {
 	// RequestTimeout bounds a file request (default 60 s); exec requests
 	// get their own timeout plus a grace period.
 	RequestTimeout time.Duration
+	// Egress is the host side of network = "allowlist" (nil: its zero
+	// value; see EgressOptions). Runtime hooks, not settings: no part of
+	// the fingerprint.
+	Egress *EgressOptions `json:"-"`
 }
 
 func (o *Options) logger() *slog.Logger {

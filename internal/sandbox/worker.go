@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/egress"
 	"github.com/wardenhq/warden/internal/sandbox/jail"
 	"github.com/wardenhq/warden/internal/sandbox/proto"
+	"github.com/wardenhq/warden/internal/sandbox/sshjail"
 )
 
 // Worker is one running jail and the connection to the `warden worker`
@@ -38,6 +40,9 @@ type Worker struct {
 	lastUse atomic.Int64
 	once    sync.Once
 	procs   procTable // streams (process.go)
+	// egress is the jail's gateway under network = "allowlist", closed
+	// once the worker has exited.
+	egress *egress.Gateway
 }
 
 // Start builds the jail described by opts, with the backend its [sandbox]
@@ -82,11 +87,27 @@ func start(ctx context.Context, opts *Options, bs map[string]Backend) (*Worker, 
 			HintMsg: `set backend = "local" in [sandbox] to use bubblewrap on this machine`,
 		}
 	}
-	st, err := b.Start(ctx, o.launch(s))
+	launch := o.launch(s)
+	var gw *egress.Gateway
+	var pids egressPIDs // the jail's processes, once the backend started it
+	if s.Egress {
+		if s.Backend == BackendSSH {
+			return nil, sshjail.ErrNoEgress
+		}
+		if gw, err = startEgress(&o, s, pids.list); err != nil {
+			return nil, fmt.Errorf("failed to start the jail's egress proxy: %w", err)
+		}
+		launch.Egress = &jail.Egress{Socket: gw.Socket, Bundle: gw.BundleFile, Env: gw.Env}
+	}
+	st, err := b.Start(ctx, launch)
 	if err != nil {
+		if gw != nil {
+			gw.Close()
+		}
 		return nil, err
 	}
-	w := newWorker(o, s, st.Proc, st.Stdin)
+	pids.set(st.Info)
+	w := newWorker(o, s, st.Proc, st.Stdin, gw)
 	err = w.handshake(ctx, st.Stdout, st.Info, st.WantSeccomp)
 	if st.Finish != nil {
 		err = st.Finish(&w.info, err)
@@ -103,10 +124,11 @@ func start(ctx context.Context, opts *Options, bs map[string]Backend) (*Worker, 
 }
 
 // newWorker wraps a started backend process whose stdin is the worker's
-// request stream. The caller then calls handshake with its stdout.
-func newWorker(o Options, s Settings, p jail.Process, stdin io.WriteCloser) *Worker {
+// request stream, and its egress gateway (nil without one), which closes
+// with it. The caller then calls handshake with its stdout.
+func newWorker(o Options, s Settings, p jail.Process, stdin io.WriteCloser, gw *egress.Gateway) *Worker {
 	w := &Worker{
-		opts: o, settings: s, proc: p, stdin: stdin,
+		opts: o, settings: s, proc: p, stdin: stdin, egress: gw,
 		pending: make(map[uint64]chan *proto.Response), dead: make(chan struct{}),
 	}
 	go w.wait()
@@ -307,6 +329,9 @@ func (w *Worker) Done() <-chan struct{} { return w.dead }
 func (w *Worker) Info() Info {
 	i := w.info
 	i.Uptime = time.Since(i.Started).Round(time.Millisecond)
+	if w.egress != nil {
+		i.Egress = egressInfo(w.egress)
+	}
 	return i
 }
 
@@ -331,6 +356,9 @@ func (w *Worker) cleanup() {
 	w.once.Do(func() {
 		if err := w.proc.Cleanup(); err != nil {
 			w.opts.logger().Error("sandbox cleanup", "error", err)
+		}
+		if w.egress != nil {
+			w.egress.Close()
 		}
 	})
 }

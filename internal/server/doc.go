@@ -27,6 +27,9 @@
 //	POST /grants/{id}/revoke
 //	GET  /history           audit search (tool, decision, supervisor, event, time) and chain status
 //	GET  /events, /cards/{id}, /grants   the page's own stream and fragments
+//	GET  /checkpoints       every workspace's checkpoints (with Options.Checkpoints)
+//	GET  /checkpoints/{ws}/{id}       one checkpoint and what undoing to it would change now
+//	POST /checkpoints/{ws}/{id}/undo  (plan: the digest of the plan shown)
 //
 // # Threat model
 //
@@ -96,6 +99,15 @@
 // without Origin (curl, SDKs, navigations) is judged by Host and its
 // credentials alone. The MCP specification requires this Origin check for
 // Streamable HTTP.
+//
+// An undo is a state-changing POST like a decision, behind the same
+// session, origin and CSRF checks. Its form carries the digest of the plan
+// the page showed, and the undo applies that plan or nothing (the
+// workspace changed meanwhile: 409, and the page shows the new plan). It
+// writes through the checkpoint package's confinement (never outside the
+// workspace, never a masked or protected path) and is audited, refused or
+// done, with the supervisor who asked. Workspaces and checkpoints are
+// named by ids the page listed, never by paths from the request.
 //
 // The API listens on loopback by default; `warden serve` refuses a
 // non-loopback address without TLS unless --insecure-public is given

@@ -31,14 +31,21 @@ type Options struct {
 	// Tokens maps each bearer token to the supervisor id it proves.
 	Tokens map[string]string
 	Logger *slog.Logger
-	// Poll is how often the event stream reads the store; default 100 ms.
+	// Poll is how often the event stream re-reads the store besides the
+	// store's own wake-ups (Store.Watch); default 2 s.
 	Poll time.Duration
+	// Sweep is how often requests whose callers are gone (their lease ran
+	// out) are cancelled; default 2 s.
+	Sweep time.Duration
 	// Heartbeat is the SSE comment interval; default 15 s.
 	Heartbeat time.Duration
 	// Origins names the hosts and browser origins the server answers
 	// besides itself; the zero value is this server alone (see
 	// OriginPolicy).
 	Origins OriginPolicy
+	// Checkpoints, when set, gives the page its checkpoints view and its
+	// Undo button (web_checkpoints.go).
+	Checkpoints CheckpointSource
 }
 
 type credential struct {
@@ -54,6 +61,7 @@ type Server struct {
 	hub   *hub
 	mux   *http.ServeMux
 	guard *originGuard
+	cps   CheckpointSource
 }
 
 // SupervisorTokens reads each configured supervisor's token: from its
@@ -96,7 +104,7 @@ func New(o Options) (*Server, error) {
 	if len(o.Tokens) == 0 {
 		return nil, errors.New("no supervisor has an API token: set token_env in [[security.approval.supervisors]] and export that variable")
 	}
-	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux()}
+	s := &Server{b: o.Broker, log: o.Logger, mux: http.NewServeMux(), cps: o.Checkpoints}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -116,7 +124,10 @@ func New(o Options) (*Server, error) {
 		s.creds = append(s.creds, credential{sha256.Sum256([]byte(tok)), id})
 	}
 	if o.Poll <= 0 {
-		o.Poll = 100 * time.Millisecond
+		o.Poll = 2 * time.Second
+	}
+	if o.Sweep <= 0 {
+		o.Sweep = 2 * time.Second
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Second
@@ -129,7 +140,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.hub = newHub(o.Broker.Store(), head, ghead, o.Poll, o.Heartbeat, s.log)
+	s.hub = newHub(o.Broker.Store(), head, ghead, o.Poll, o.Heartbeat, o.Sweep, s.log)
 	s.registerWeb()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -24,11 +24,14 @@ type Event struct {
 }
 
 // hub reads the store's changes (made by any process) and fans them out to
-// the connected streams.
+// the connected streams. It also cancels, every sweep interval, the
+// requests whose callers are gone (their lease ran out: a replica or a
+// `warden tool call` that died), since no caller is left to do it.
 type hub struct {
 	st        store.Store
 	log       *slog.Logger
 	heartbeat time.Duration
+	sweep     time.Duration
 
 	mu     sync.Mutex
 	subs   map[chan []byte]struct{}
@@ -39,8 +42,8 @@ type hub struct {
 	done chan struct{}
 }
 
-func newHub(st store.Store, head, ghead int64, poll, heartbeat time.Duration, log *slog.Logger) *hub {
-	h := &hub{st: st, log: log, heartbeat: heartbeat, subs: map[chan []byte]struct{}{},
+func newHub(st store.Store, head, ghead int64, poll, heartbeat, sweep time.Duration, log *slog.Logger) *hub {
+	h := &hub{st: st, log: log, heartbeat: heartbeat, sweep: sweep, subs: map[chan []byte]struct{}{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go h.run(head, ghead, poll)
 	return h
@@ -55,14 +58,24 @@ func (h *hub) poke() {
 
 func (h *hub) run(after, gafter int64, poll time.Duration) {
 	defer close(h.done)
+	// The store wakes the hub when anything changes, in any process
+	// (LISTEN/NOTIFY on PostgreSQL); the ticker is a safety net.
+	changed, unwatch := h.st.Watch("")
+	defer unwatch()
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	sweep := time.NewTicker(h.sweep)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-h.stop:
 			return
 		case <-t.C:
 		case <-h.wake:
+		case <-changed:
+		case <-sweep.C:
+			h.sweepOrphans()
+			continue
 		}
 		ctx := context.Background()
 		changes, err := h.st.Changes(ctx, after, 500)
@@ -98,6 +111,18 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 		if len(changes) == 500 || len(grants) == 500 {
 			h.poke()
 		}
+	}
+}
+
+// sweepOrphans cancels the requests of callers that are gone.
+func (h *hub) sweepOrphans() {
+	swept, err := h.st.SweepOrphans(context.Background(), store.Alive)
+	if err != nil {
+		h.log.Warn("failed to cancel orphaned approval requests", "err", err)
+	}
+	for _, a := range swept {
+		h.log.Warn("cancelled an approval request whose caller is gone", "id", a.ID, "tool", a.Tool,
+			"host", a.Owner.Host, "pid", a.Owner.PID)
 	}
 }
 

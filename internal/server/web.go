@@ -83,6 +83,7 @@ func (s *Server) registerWeb() {
 	m.Handle("POST /requests/{id}/approve", w.headers(w.form(w.decide(true))))
 	m.Handle("POST /requests/{id}/deny", w.headers(w.form(w.decide(false))))
 	w.registerGrants(m)
+	w.registerCheckpoints(m)
 }
 
 // cacheStatic serves the static files (no directory listings), revalidated

@@ -25,7 +25,7 @@ func parsePages() map[string]*template.Template {
 		"short": shortID,
 	}
 	pages := map[string]*template.Template{}
-	for _, p := range []string{"signin.html", "signedin.html", "queue.html", "request.html", "history.html"} {
+	for _, p := range []string{"signin.html", "signedin.html", "queue.html", "request.html", "history.html", "checkpoints.html", "checkpoint.html"} {
 		pages[p] = template.Must(template.New(p).Funcs(funcs).ParseFS(webFS,
 			"web/templates/layout.html", "web/templates/card.html", "web/templates/"+p))
 	}
@@ -70,7 +70,7 @@ func (w *web) render(rw http.ResponseWriter, code int, page string, data any) {
 func (w *web) base(r *http.Request, s *webSession, title string) map[string]any {
 	return map[string]any{
 		"Title": title, "Supervisor": s.supervisor, "Flash": w.takeFlash(s),
-		"Path": r.URL.Path, "Grants": grantsEnabled,
+		"Path": r.URL.Path, "Grants": grantsEnabled, "Checkpoints": w.s.cps != nil,
 	}
 }
 

@@ -243,7 +243,7 @@ func traceNames(sh, tr string) []string {
 				if err != nil {
 					break
 				}
-				fs, err := expand.Fields(nil, ctrlEscapes(w))
+				fs, err := expand.Fields(&expand.Config{}, ctrlEscapes(w)) // nil shares one global Config between goroutines
 				if err != nil || len(fs) != 1 {
 					fs = []string{w.Lit()}
 				}

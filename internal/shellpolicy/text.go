@@ -37,7 +37,10 @@ func echoText(lang syntax.LangVariant, base string, args []arg) (string, bool) {
 		}
 		var b strings.Builder
 		for {
-			s, n, err := expand.Format(nil, format, vals)
+			// Never a nil Config: mvdan.cc/sh then uses one shared
+			// package-level Config (and its string builder), so two
+			// judges running at once would read each other's text.
+			s, n, err := expand.Format(&expand.Config{}, format, vals)
 			if err != nil {
 				return "", false
 			}

@@ -31,9 +31,9 @@ func ChainHash(prev string, id, timeMS int64, event, requestID, record string) s
 }
 
 // AppendAudit implements Store.
-func (s *SQLite) AppendAudit(ctx context.Context, rec *audit.Record) (*AuditRow, error) {
+func (s *DB) AppendAudit(ctx context.Context, rec *audit.Record) (*AuditRow, error) {
 	var row *AuditRow
-	err := s.inTx(ctx, "append an audit record", func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "append an audit record", func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		row, err = s.append(ctx, tx, rec)
 		return err
@@ -42,14 +42,14 @@ func (s *SQLite) AppendAudit(ctx context.Context, rec *audit.Record) (*AuditRow,
 }
 
 // Write makes the store an audit.Sink.
-func (s *SQLite) Write(ctx context.Context, rec *audit.Record) error {
+func (s *DB) Write(ctx context.Context, rec *audit.Record) error {
 	_, err := s.AppendAudit(ctx, rec)
 	return err
 }
 
-var _ audit.Sink = (*SQLite)(nil)
+var _ audit.Sink = (*DB)(nil)
 
-func (s *SQLite) appendIn(ctx context.Context, tx *sql.Tx, requestID string, rec *audit.Record) error {
+func (s *DB) appendIn(ctx context.Context, tx *sql.Tx, requestID string, rec *audit.Record) error {
 	if rec == nil {
 		return nil
 	}
@@ -59,11 +59,17 @@ func (s *SQLite) appendIn(ctx context.Context, tx *sql.Tx, requestID string, rec
 	return err
 }
 
-func (s *SQLite) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditRow, error) {
+func (s *DB) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditRow, error) {
 	prev, last := GenesisHash, int64(0)
-	err := tx.QueryRowContext(ctx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("failed to read the audit chain head: %w", err)
+	if s.head.tx == tx {
+		// Appended earlier in this transaction, which holds the writers'
+		// lock: nobody else can have moved the head.
+		last, prev = s.head.id, s.head.hash
+	} else {
+		err := tx.QueryRowContext(ctx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("failed to read the audit chain head: %w", err)
+		}
 	}
 	r := *rec
 	if r.Time.IsZero() {
@@ -76,11 +82,12 @@ func (s *SQLite) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*Au
 	}
 	id, ms := last+1, r.Time.UnixMilli()
 	hash := ChainHash(prev, id, ms, r.Event, r.RequestID, string(body))
-	_, err = tx.ExecContext(ctx, "INSERT INTO audit (id, time, event, request_id, record, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+	_, err = s.exec(ctx, tx, "INSERT INTO audit (id, time, event, request_id, record, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		id, ms, r.Event, r.RequestID, string(body), prev, hash)
 	if err != nil {
 		return nil, fmt.Errorf("failed to append audit row %d: %w", id, err)
 	}
+	s.head.tx, s.head.id, s.head.hash = tx, id, hash
 	return &AuditRow{ID: id, Time: time.UnixMilli(ms).UTC(), Record: r, PrevHash: prev, Hash: hash}, nil
 }
 
@@ -98,7 +105,7 @@ func scanRawAudit(rows *sql.Rows) (rawAudit, error) {
 }
 
 // Audit implements Store.
-func (s *SQLite) Audit(ctx context.Context, f AuditFilter) ([]*AuditRow, error) {
+func (s *DB) Audit(ctx context.Context, f AuditFilter) ([]*AuditRow, error) {
 	q := "SELECT " + auditCols + " FROM audit WHERE id > ?"
 	args := []any{f.After}
 	if f.Event != "" {
@@ -106,11 +113,11 @@ func (s *SQLite) Audit(ctx context.Context, f AuditFilter) ([]*AuditRow, error) 
 		args = append(args, f.Event)
 	}
 	if f.Last > 0 {
-		q = "SELECT * FROM (" + q + fmt.Sprintf(" ORDER BY id DESC LIMIT %d", f.Last) + ") ORDER BY id"
+		q = "SELECT * FROM (" + q + fmt.Sprintf(" ORDER BY id DESC LIMIT %d", f.Last) + ") AS last_rows ORDER BY id"
 	} else {
 		q += " ORDER BY id"
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, s.db, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("failed to read the audit trail: %w", err)
 	}
@@ -134,7 +141,7 @@ func (s *SQLite) Audit(ctx context.Context, f AuditFilter) ([]*AuditRow, error) 
 }
 
 // VerifyAudit implements Store.
-func (s *SQLite) VerifyAudit(ctx context.Context) (int64, string, error) {
+func (s *DB) VerifyAudit(ctx context.Context) (int64, string, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+auditCols+" FROM audit ORDER BY id")
 	if err != nil {
 		return 0, "", fmt.Errorf("failed to read the audit trail: %w", err)

@@ -11,30 +11,6 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 )
 
-const schemaV2 = `
-CREATE TABLE grants (
-	grant_id    TEXT PRIMARY KEY,
-	approval_id TEXT NOT NULL REFERENCES approvals(request_id),
-	tool        TEXT NOT NULL,
-	args_hash   TEXT NOT NULL,
-	arguments   TEXT NOT NULL,
-	workspace   TEXT NOT NULL DEFAULT '',
-	session_id  TEXT NOT NULL,
-	agent       TEXT NOT NULL DEFAULT '',
-	created_by  TEXT NOT NULL,
-	created_at  INTEGER NOT NULL,
-	expires_at  INTEGER NOT NULL,
-	revoked_by  TEXT NOT NULL DEFAULT '',
-	revoked_at  INTEGER NOT NULL DEFAULT 0,
-	uses        INTEGER NOT NULL DEFAULT 0,
-	last_event  TEXT NOT NULL CHECK (last_event IN ('created','used','revoked','expired')),
-	seq         INTEGER NOT NULL
-);
-CREATE UNIQUE INDEX grants_seq ON grants(seq);
-CREATE INDEX grants_match ON grants(args_hash, expires_at);
-CREATE INDEX grants_live ON grants(last_event, expires_at);
-`
-
 // Grant lets one exact call (tool + canonical arguments + workspace +
 // session, bound by ArgsHash) run without asking until ExpiresAt. A
 // supervisor creates it when approving a request; it is never broader than
@@ -156,8 +132,8 @@ func scanGrant(r scanner) (*Grant, error) {
 	return &g, nil
 }
 
-func getGrant(ctx context.Context, q querier, id string) (*Grant, error) {
-	g, err := scanGrant(q.QueryRowContext(ctx, "SELECT "+grantCols+" FROM grants WHERE grant_id = ?", id))
+func (s *DB) getGrant(ctx context.Context, q execer, id string) (*Grant, error) {
+	g, err := scanGrant(s.queryRow(ctx, q, "SELECT "+grantCols+" FROM grants WHERE grant_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("grant %q: %w", id, ErrGrantNotFound)
 	}
@@ -178,7 +154,7 @@ func grantRecord(g *Grant, event, by string) *audit.Record {
 }
 
 // DecideWithGrant implements Grants.
-func (s *SQLite) DecideWithGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, rec *audit.Record) (*Approval, *Grant, error) {
+func (s *DB) DecideWithGrant(ctx context.Context, id string, t Transition, grantID string, d time.Duration, rec *audit.Record) (*Approval, *Grant, error) {
 	if t.To != Approved {
 		return nil, nil, fmt.Errorf("failed to grant on approval request %s: only an approval creates a grant, not %s", id, t.To)
 	}
@@ -187,8 +163,8 @@ func (s *SQLite) DecideWithGrant(ctx context.Context, id string, t Transition, g
 	}
 	var out *Approval
 	var g *Grant
-	err := s.inTx(ctx, "approve with a grant request "+id, func(tx *sql.Tx) error {
-		cur, err := getApproval(ctx, tx, id)
+	err := s.inTx(ctx, "approve with a grant request "+id, func(ctx context.Context, tx *sql.Tx) error {
+		cur, err := s.getApproval(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -199,14 +175,14 @@ func (s *SQLite) DecideWithGrant(ctx context.Context, id string, t Transition, g
 			return err
 		}
 		now := s.now()
-		err = tx.QueryRowContext(ctx, `INSERT INTO grants (`+grantCols+`)
+		err = s.queryRow(ctx, tx, `INSERT INTO grants (`+grantCols+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', 0, 0, 'created', `+nextGrantSeq+`) RETURNING seq`,
 			grantID, out.ID, out.Tool, out.ArgsHash, string(out.Args), out.Workspace, out.Session, out.Agent,
 			t.By, now.UnixMilli(), now.Add(d).UnixMilli()).Scan(new(int64))
 		if err != nil {
 			return err
 		}
-		if g, err = getGrant(ctx, tx, grantID); err != nil {
+		if g, err = s.getGrant(ctx, tx, grantID); err != nil {
 			return err
 		}
 		return s.appendIn(ctx, tx, id, grantRecord(g, "grant_created", t.By))
@@ -218,10 +194,10 @@ func (s *SQLite) DecideWithGrant(ctx context.Context, id string, t Transition, g
 }
 
 // UseGrant implements Grants.
-func (s *SQLite) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (*Grant, error) {
+func (s *DB) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (*Grant, error) {
 	// Most supervised calls have no grant: find out without the write lock.
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM grants WHERE args_hash = ? AND revoked_at = 0 AND expires_at > ?`,
+	err := s.queryRow(ctx, s.db, `SELECT COUNT(*) FROM grants WHERE args_hash = ? AND revoked_at = 0 AND expires_at > ?`,
 		a.ArgsHash, s.now().UnixMilli()).Scan(&n)
 	if err != nil {
 		return nil, fmt.Errorf("failed to look for a grant: %w", err)
@@ -230,10 +206,10 @@ func (s *SQLite) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (
 		return nil, ErrNoGrant
 	}
 	var g *Grant
-	err = s.inTx(ctx, "use a grant for "+a.Tool, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, "use a grant for "+a.Tool, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		var err error
-		g, err = scanGrant(tx.QueryRowContext(ctx, `SELECT `+grantCols+` FROM grants
+		g, err = scanGrant(s.queryRow(ctx, tx, `SELECT `+grantCols+` FROM grants
 			WHERE args_hash = ? AND tool = ? AND arguments = ? AND workspace = ? AND session_id = ?
 			AND revoked_at = 0 AND expires_at > ? ORDER BY expires_at DESC LIMIT 1`,
 			a.ArgsHash, a.Tool, string(a.Args), a.Workspace, a.Session, now.UnixMilli()))
@@ -243,11 +219,11 @@ func (s *SQLite) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE grants SET uses = uses + 1, last_event = 'used', seq = `+nextGrantSeq+`
+		if _, err := s.exec(ctx, tx, `UPDATE grants SET uses = uses + 1, last_event = 'used', seq = `+nextGrantSeq+`
 			WHERE grant_id = ?`, g.ID); err != nil {
 			return err
 		}
-		if g, err = getGrant(ctx, tx, g.ID); err != nil {
+		if g, err = s.getGrant(ctx, tx, g.ID); err != nil {
 			return err
 		}
 		a.State, a.Decision, a.DecidedBy, a.DecidedAt, a.Claimed = Approved, "granted", g.CreatedBy, now, true
@@ -273,12 +249,12 @@ func (s *SQLite) UseGrant(ctx context.Context, a *Approval, rec *audit.Record) (
 }
 
 // GetGrant implements Grants.
-func (s *SQLite) GetGrant(ctx context.Context, id string) (*Grant, error) {
-	return getGrant(ctx, s.db, id)
+func (s *DB) GetGrant(ctx context.Context, id string) (*Grant, error) {
+	return s.getGrant(ctx, s.db, id)
 }
 
 // ListGrants implements Grants.
-func (s *SQLite) ListGrants(ctx context.Context, f GrantFilter) ([]*Grant, error) {
+func (s *DB) ListGrants(ctx context.Context, f GrantFilter) ([]*Grant, error) {
 	q := "SELECT " + grantCols + " FROM grants"
 	var args []any
 	if !f.All {
@@ -293,16 +269,16 @@ func (s *SQLite) ListGrants(ctx context.Context, f GrantFilter) ([]*Grant, error
 }
 
 // RevokeGrant implements Grants.
-func (s *SQLite) RevokeGrant(ctx context.Context, id, by string) (*Grant, error) {
+func (s *DB) RevokeGrant(ctx context.Context, id, by string) (*Grant, error) {
 	var out *Grant
-	err := s.inTx(ctx, "revoke grant "+id, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "revoke grant "+id, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
-		res, err := tx.ExecContext(ctx, `UPDATE grants SET revoked_by = ?, revoked_at = ?, last_event = 'revoked', seq = `+nextGrantSeq+`
+		res, err := s.exec(ctx, tx, `UPDATE grants SET revoked_by = ?, revoked_at = ?, last_event = 'revoked', seq = `+nextGrantSeq+`
 			WHERE grant_id = ? AND revoked_at = 0 AND expires_at > ?`, by, now.UnixMilli(), id, now.UnixMilli())
 		if err != nil {
 			return err
 		}
-		cur, err := getGrant(ctx, tx, id)
+		cur, err := s.getGrant(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -319,16 +295,16 @@ func (s *SQLite) RevokeGrant(ctx context.Context, id, by string) (*Grant, error)
 }
 
 // ExpireGrants implements Grants.
-func (s *SQLite) ExpireGrants(ctx context.Context) ([]*Grant, error) {
+func (s *DB) ExpireGrants(ctx context.Context) ([]*Grant, error) {
 	q := `SELECT ` + grantCols + ` FROM grants WHERE last_event IN ('created','used') AND revoked_at = 0 AND expires_at <= ?`
 	cands, err := s.queryGrants(ctx, q, s.now().UnixMilli())
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
 	var out []*Grant
-	err = s.inTx(ctx, "record expired grants", func(tx *sql.Tx) error {
+	err = s.inTx(ctx, "record expired grants", func(ctx context.Context, tx *sql.Tx) error {
 		for _, g := range cands {
-			res, err := tx.ExecContext(ctx, `UPDATE grants SET last_event = 'expired', seq = `+nextGrantSeq+`
+			res, err := s.exec(ctx, tx, `UPDATE grants SET last_event = 'expired', seq = `+nextGrantSeq+`
 				WHERE grant_id = ? AND last_event IN ('created','used') AND revoked_at = 0 AND expires_at <= ?`, g.ID, s.now().UnixMilli())
 			if err != nil {
 				return err
@@ -336,7 +312,7 @@ func (s *SQLite) ExpireGrants(ctx context.Context) ([]*Grant, error) {
 			if n, _ := res.RowsAffected(); n != 1 {
 				continue // revoked or recorded meanwhile
 			}
-			cur, err := getGrant(ctx, tx, g.ID)
+			cur, err := s.getGrant(ctx, tx, g.ID)
 			if err != nil {
 				return err
 			}
@@ -354,7 +330,7 @@ func (s *SQLite) ExpireGrants(ctx context.Context) ([]*Grant, error) {
 }
 
 // GrantChanges implements Grants.
-func (s *SQLite) GrantChanges(ctx context.Context, after int64, limit int) ([]*Grant, error) {
+func (s *DB) GrantChanges(ctx context.Context, after int64, limit int) ([]*Grant, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -362,7 +338,7 @@ func (s *SQLite) GrantChanges(ctx context.Context, after int64, limit int) ([]*G
 }
 
 // GrantHead implements Grants.
-func (s *SQLite) GrantHead(ctx context.Context) (int64, error) {
+func (s *DB) GrantHead(ctx context.Context) (int64, error) {
 	var seq int64
 	if err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM grants").Scan(&seq); err != nil {
 		return 0, fmt.Errorf("failed to read the grant change head: %w", err)
@@ -370,8 +346,8 @@ func (s *SQLite) GrantHead(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
-func (s *SQLite) queryGrants(ctx context.Context, q string, args ...any) ([]*Grant, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+func (s *DB) queryGrants(ctx context.Context, q string, args ...any) ([]*Grant, error) {
+	rows, err := s.query(ctx, s.db, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("failed to list grants: %w", err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,17 +25,6 @@ type clock struct {
 
 func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-func openClocked(t *testing.T) (*SQLite, *clock) {
-	t.Helper()
-	c := &clock{t: time.Now()}
-	s, err := OpenSQLite(filepath.Join(t.TempDir(), "warden.db"), &Options{Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, c
-}
 
 // call is what a grant is matched on.
 type call struct{ tool, args, hash, ws, session string }
@@ -62,7 +52,7 @@ func laterCall(c call, now time.Time) *Approval {
 	}
 }
 
-func grantOn(t *testing.T, s *SQLite, id string, d time.Duration) *Grant {
+func grantOn(t *testing.T, s *DB, id string, d time.Duration) *Grant {
 	t.Helper()
 	_, g, err := s.DecideWithGrant(context.Background(), id, approve("alice"), fmt.Sprintf("g%031x", reqN.Add(1)), d,
 		&audit.Record{Event: "approval", Decision: "approved", DecidedBy: "alice"})
@@ -73,8 +63,9 @@ func grantOn(t *testing.T, s *SQLite, id string, d time.Duration) *Grant {
 }
 
 // Each row tries to get a call past a grant that does not cover it.
-func TestGrantScope(t *testing.T) {
-	t.Parallel()
+func TestGrantScope(t *testing.T) { eachBackend(t, grantScope) }
+
+func grantScope(t *testing.T, b backend) {
 	tests := []struct {
 		name string
 		c    call
@@ -88,7 +79,7 @@ func TestGrantScope(t *testing.T) {
 		{"other session", call{base.tool, base.args, base.hash, base.ws, "s2"}, false},
 		{"no session", call{base.tool, base.args, base.hash, base.ws, ""}, false},
 	}
-	s, c := openClocked(t)
+	s, c := b.openClocked(t)
 	a := pendingCall(t, s, base, c.now())
 	g := grantOn(t, s, a.ID, 10*time.Minute)
 	for _, tt := range tests {
@@ -127,10 +118,11 @@ func TestGrantScope(t *testing.T) {
 	}
 }
 
-func TestGrantLifecycle(t *testing.T) {
-	t.Parallel()
+func TestGrantLifecycle(t *testing.T) { eachBackend(t, grantLifecycle) }
+
+func grantLifecycle(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, c := openClocked(t)
+	s, c := b.openClocked(t)
 	use := func() error {
 		l := laterCall(base, c.now())
 		_, err := s.UseGrant(ctx, l, nil)
@@ -206,10 +198,11 @@ func TestGrantLifecycle(t *testing.T) {
 }
 
 // A grant only comes with an approval of a live PENDING request with a session.
-func TestGrantRefused(t *testing.T) {
-	t.Parallel()
+func TestGrantRefused(t *testing.T) { eachBackend(t, grantRefused) }
+
+func grantRefused(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, c := openClocked(t)
+	s, c := b.openClocked(t)
 	deny := Transition{To: Denied, Decision: "denied", By: "alice", Reason: "no"}
 	tests := []struct {
 		name  string
@@ -258,10 +251,11 @@ func NewTestID() string { return fmt.Sprintf("t%031x", reqN.Add(1)) }
 
 // Approve-with-grant races deny and plain approvals: one wins, and a grant
 // exists only if the grant won.
-func TestGrantRace(t *testing.T) {
-	t.Parallel()
+func TestGrantRace(t *testing.T) { eachBackend(t, grantRace) }
+
+func grantRace(t *testing.T, b backend) {
 	ctx := context.Background()
-	s, c := openClocked(t)
+	s, c := b.openClocked(t)
 	for round := range 10 {
 		a := pendingCall(t, s, base, c.now())
 		var wins atomic.Int64
@@ -294,7 +288,7 @@ func TestGrantRace(t *testing.T) {
 		}
 		cur, _ := s.Get(ctx, a.ID)
 		var n int
-		s.DB().QueryRow("SELECT COUNT(*) FROM grants WHERE approval_id = ?", a.ID).Scan(&n)
+		rawQueryRow(s, "SELECT COUNT(*) FROM grants WHERE approval_id = ?", a.ID).Scan(&n)
 		if want := map[bool]int{true: 1, false: 0}[granted.Load()]; n != want || (granted.Load() && cur.DecidedBy != "alice") {
 			t.Fatalf("round %d: state %s by %s, %d grants, grant won %v", round, cur.State, cur.DecidedBy, n, granted.Load())
 		}
@@ -304,20 +298,26 @@ func TestGrantRace(t *testing.T) {
 	}
 }
 
-// A version 1 database gains the grants table and keeps its requests.
+// A database written by a warden of schema version 1 (no grants, no
+// leases, no schema_migrations: only PRAGMA user_version) is brought up to
+// date and keeps its requests.
 func TestMigrateV1(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v1.db")
-	s, err := OpenSQLite(path, nil)
+	old, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := pending(t, s, time.Minute)
-	if _, err := s.DB().Exec("DROP TABLE grants; PRAGMA user_version = 1"); err != nil {
+	if _, err := old.Exec(schemaV1 + "PRAGMA user_version = 1;"); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s, err = OpenSQLite(path, nil)
+	if _, err := old.Exec(`INSERT INTO approvals (request_id, tool, arguments, args_hash, state, created_at, expires_at, owner_pid, seq)
+		VALUES ('old', 'run_command', '{}', 'h', 'PENDING', 1, 2, 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	s, err := OpenSQLite(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,10 +327,20 @@ func TestMigrateV1(t *testing.T) {
 	if v != schemaVersion {
 		t.Errorf("user_version %d after migration", v)
 	}
-	if _, err := s.Get(context.Background(), a.ID); err != nil {
+	got, err := s.SchemaVersions(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ListGrants(context.Background(), GrantFilter{All: true}); err != nil {
+	if d := cmp.Diff([]int{1, 2, 3}, got); d != "" {
+		t.Errorf("schema_migrations (-want +got):\n%s", d)
+	}
+	if a, err := s.Get(ctx, "old"); err != nil || a.Owner.Lease != "" {
+		t.Fatalf("old request: %+v, %v", a, err)
+	}
+	if _, err := s.ListGrants(ctx, GrantFilter{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireLease(ctx, CurrentOwner(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,6 +7,12 @@ import (
 	"strings"
 )
 
+// Unowned owns a request that no process waits for: its asker (a hook
+// process, an MCP call past its wait) left it for a person to decide while
+// it is away, and an identical later call takes the decision up. Such a
+// request is never swept as an orphan; it ends when decided or expired.
+var Unowned = Owner{Host: "-"}
+
 // CurrentOwner identifies this process.
 func CurrentOwner() Owner {
 	host, _ := os.Hostname()

@@ -42,6 +42,11 @@ type Owner struct {
 	// Start is the process start time in clock ticks after boot
 	// (/proc/PID/stat field 22): with PID it tells a reused pid apart.
 	Start int64 `json:"start"`
+	// Lease is the id of the lease the process renews while it waits
+	// (AcquireLease). A request whose caller's lease expired is never
+	// decided, claimed or executed: SweepOrphans cancels it. Without a
+	// lease, the process is judged by host, pid and start time.
+	Lease string `json:"lease,omitempty"`
 }
 
 // Approval is one approval request as stored. JSON names follow the audit
@@ -84,7 +89,10 @@ type Transition struct {
 // Filter selects approval requests for List.
 type Filter struct {
 	State State // "" for every state
-	Limit int   // 0 for no limit
+	// ArgsHash selects the requests for one exact call (its binding
+	// hash); "" for every call.
+	ArgsHash string
+	Limit    int // 0 for no limit
 }
 
 // AuditRow is one row of the audit chain.
@@ -129,9 +137,15 @@ type Store interface {
 	Claim(ctx context.Context, id string) (*Approval, error)
 	// MarkExecuted moves a claimed APPROVED request to EXECUTED, once.
 	MarkExecuted(ctx context.Context, id, result string, rec *audit.Record) (*Approval, error)
+	// SetOwner hands request id from owner from to owner to, if from still
+	// owns it, whatever its state; ok reports whether it did. A caller that
+	// stops waiting gives its request to Unowned, and one that takes up such
+	// a request takes it back (approval.Request.MaxWait).
+	SetOwner(ctx context.Context, id string, from, to Owner) (ok bool, err error)
 	// SweepOrphans cancels requests whose owner is gone (alive reports
-	// false): PENDING ones, and APPROVED ones never claimed. Each gets an
-	// audit row. It returns the requests it cancelled.
+	// false): PENDING ones, and APPROVED ones never claimed. Requests owned
+	// by Unowned are never swept. Each gets an audit row. It returns the
+	// requests it cancelled.
 	SweepOrphans(ctx context.Context, alive func(Owner) bool) ([]*Approval, error)
 
 	// AppendAudit appends rec to the audit chain.
@@ -143,6 +157,14 @@ type Store interface {
 	VerifyAudit(ctx context.Context) (rows int64, head string, err error)
 
 	Grants
+	Leases
+
+	// Watch returns a channel that receives a value soon after request id
+	// changes (id "" for any change to requests or grants), made by this
+	// process or any other sharing the database, and a func that stops
+	// the watch. Values are coalesced and best effort: a watcher re-reads
+	// what it waits for after each value, and now and then anyway.
+	Watch(id string) (<-chan struct{}, func())
 
 	Close() error
 }

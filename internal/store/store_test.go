@@ -12,22 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/wardenhq/warden/internal/audit"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func openTest(t *testing.T) *SQLite {
-	t.Helper()
-	s, err := OpenSQLite(filepath.Join(t.TempDir(), "warden.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 var reqN atomic.Int64
 
@@ -48,9 +35,10 @@ func approve(by string) Transition {
 	return Transition{To: Approved, Decision: "approved", By: by}
 }
 
-func TestDecideExactlyOneWins(t *testing.T) {
-	t.Parallel()
-	s := openTest(t)
+func TestDecideExactlyOneWins(t *testing.T) { eachBackend(t, decideExactlyOneWins) }
+
+func decideExactlyOneWins(t *testing.T, b backend) {
+	s := b.open(t, nil)
 	a := pending(t, s, time.Minute)
 	const n = 50
 	var wins, conflicts atomic.Int64
@@ -107,10 +95,11 @@ func TestDecideExactlyOneWins(t *testing.T) {
 	}
 }
 
-func TestTransitions(t *testing.T) {
-	t.Parallel()
+func TestTransitions(t *testing.T) { eachBackend(t, transitions) }
+
+func transitions(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openTest(t)
+	s := b.open(t, nil)
 
 	// A decision after the expiry is refused, and the request stays PENDING
 	// for its owner to time out.
@@ -164,8 +153,8 @@ func TestTransitions(t *testing.T) {
 	}
 
 	// Only approve/deny are decisions.
-	b := pending(t, s, time.Minute)
-	if _, err := s.Decide(ctx, b.ID, Transition{To: Executed}, nil); err == nil {
+	p := pending(t, s, time.Minute)
+	if _, err := s.Decide(ctx, p.ID, Transition{To: Executed}, nil); err == nil {
 		t.Fatal("Decide accepted EXECUTED")
 	}
 
@@ -183,7 +172,7 @@ func TestTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{b.ID}, ids(list)); diff != "" {
+	if diff := cmp.Diff([]string{p.ID}, ids(list)); diff != "" {
 		t.Errorf("pending list (-want +got):\n%s", diff)
 	}
 }
@@ -196,10 +185,11 @@ func ids(as []*Approval) []string {
 	return out
 }
 
-func TestSweepOrphans(t *testing.T) {
-	t.Parallel()
+func TestSweepOrphans(t *testing.T) { eachBackend(t, sweepOrphans) }
+
+func sweepOrphans(t *testing.T, b backend) {
 	ctx := context.Background()
-	s := openTest(t)
+	s := b.open(t, nil)
 	live := pending(t, s, time.Minute)
 	dead := pending(t, s, time.Minute)
 	deadApproved := pending(t, s, time.Minute)
@@ -214,9 +204,7 @@ func TestSweepOrphans(t *testing.T) {
 	}
 	// Make three of them belong to a process that is gone: same pid, other start time.
 	for _, id := range []string{dead.ID, deadApproved.ID, deadClaimed.ID} {
-		if _, err := s.DB().Exec("UPDATE approvals SET owner_start = owner_start + 1 WHERE request_id = ?", id); err != nil {
-			t.Fatal(err)
-		}
+		rawExec(t, s, "UPDATE approvals SET owner_start = owner_start + 1 WHERE request_id = ?", id)
 	}
 	got, err := s.SweepOrphans(ctx, Alive)
 	if err != nil {
@@ -294,8 +282,9 @@ func TestParseProcStat(t *testing.T) {
 	}
 }
 
-func TestAuditChainTamper(t *testing.T) {
-	t.Parallel()
+func TestAuditChainTamper(t *testing.T) { eachBackend(t, auditChainTamper) }
+
+func auditChainTamper(t *testing.T, b backend) {
 	ctx := context.Background()
 	cases := []struct {
 		name   string
@@ -311,7 +300,7 @@ func TestAuditChainTamper(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := openTest(t)
+			s := b.open(t, nil)
 			for i := range 5 {
 				dec := "denied"
 				if i%2 == 0 {
@@ -329,14 +318,12 @@ func TestAuditChainTamper(t *testing.T) {
 				// A forger who recomputes the edited row's own hash still breaks the next link.
 				var prev, body, event, req string
 				var ms int64
-				s.DB().QueryRow("SELECT prev_hash, record, event, request_id, time FROM audit WHERE id = 3").Scan(&prev, &body, &event, &req, &ms)
+				rawQueryRow(s, "SELECT prev_hash, record, event, request_id, time FROM audit WHERE id = 3").Scan(&prev, &body, &event, &req, &ms)
 				body = body[:len(body)-1] + `,"x":1}`
 				h := ChainHash(prev, 3, ms, event, req, body)
 				tamper = fmt.Sprintf("UPDATE audit SET record = '%s', hash = '%s' WHERE id = 3", body, h)
 			}
-			if _, err := s.DB().Exec(tamper); err != nil {
-				t.Fatal(err)
-			}
+			rawExec(t, s, tamper)
 			_, _, err := s.VerifyAudit(ctx)
 			var ce *ChainError
 			if !errors.As(err, &ce) || ce.Row != c.row {
@@ -354,16 +341,16 @@ func TestSchemaVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v int
-	s.DB().QueryRow("PRAGMA user_version").Scan(&v)
+	rawQueryRow(s, "PRAGMA user_version").Scan(&v)
 	if v != schemaVersion {
 		t.Fatalf("user_version %d", v)
 	}
 	var mode string
-	s.DB().QueryRow("PRAGMA journal_mode").Scan(&mode)
+	rawQueryRow(s, "PRAGMA journal_mode").Scan(&mode)
 	if mode != "wal" {
 		t.Errorf("journal_mode %q, want wal", mode)
 	}
-	s.DB().Exec("PRAGMA user_version = 99")
+	rawExec(t, s, "PRAGMA user_version = 99")
 	s.Close()
 	if _, err := OpenSQLite(path, nil); err == nil {
 		t.Fatal("opened a database from a newer warden")
@@ -400,5 +387,43 @@ func TestDefaultPath(t *testing.T) {
 	t.Setenv("WARDEN_DB", "/x.db")
 	if p, _ := DefaultPath(); p != "/x.db" {
 		t.Errorf("WARDEN_DB: %s", p)
+	}
+}
+
+func TestSetOwner(t *testing.T) { eachBackend(t, setOwner) }
+
+// setOwner hands a request to no process and back, as a caller that stops
+// waiting and a later identical call do: only the current owner can hand
+// it over, and a request owned by no process is never swept as an orphan.
+func setOwner(t *testing.T, b backend) {
+	ctx := context.Background()
+	s := b.open(t, nil)
+	a := pending(t, s, time.Minute)
+	other := Owner{Host: "elsewhere", PID: 7, Start: 9}
+	if ok, err := s.SetOwner(ctx, a.ID, other, Unowned); err != nil || ok {
+		t.Fatalf("a process that does not own the request handed it over: ok=%v err=%v", ok, err)
+	}
+	if ok, err := s.SetOwner(ctx, a.ID, a.Owner, Unowned); err != nil || !ok {
+		t.Fatalf("hand to no process: ok=%v err=%v", ok, err)
+	}
+	if ok, _ := s.SetOwner(ctx, a.ID, a.Owner, Unowned); ok {
+		t.Fatal("the former owner handed the request over a second time")
+	}
+	swept, err := s.SweepOrphans(ctx, func(Owner) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(swept) != 0 {
+		t.Fatalf("a request owned by no process was swept: %v", ids(swept))
+	}
+	got, _ := s.Get(ctx, a.ID)
+	if got.State != Pending || got.Owner != Unowned {
+		t.Fatalf("after the sweep: %s owned by %+v, want PENDING and unowned", got.State, got.Owner)
+	}
+	if ok, err := s.SetOwner(ctx, a.ID, Unowned, other); err != nil || !ok {
+		t.Fatalf("take it back: ok=%v err=%v", ok, err)
+	}
+	if got, _ = s.Get(ctx, a.ID); got.Owner != other {
+		t.Fatalf("owner %+v, want %+v", got.Owner, other)
 	}
 }

@@ -49,6 +49,10 @@ var known = map[string]struct {
 	"pg_ctl":   {paths: globPaths("/usr/lib/postgresql/*/bin/pg_ctl"), install: "apt-get install postgresql"},
 	"initdb":   {paths: globPaths("/usr/lib/postgresql/*/bin/initdb"), install: "apt-get install postgresql"},
 	"postgres": {paths: globPaths("/usr/lib/postgresql/*/bin/postgres"), install: "apt-get install postgresql"},
+	// The agent hosts, pinned, from npm into a fixed prefix (scripts/test-deps).
+	"claude": {paths: []string{"/opt/warden-test/npm/bin/claude"}, install: "scripts/test-deps: npm install @anthropic-ai/claude-code"},
+	"codex":  {paths: []string{"/opt/warden-test/npm/bin/codex"}, install: "scripts/test-deps: npm install @openai/codex"},
+	"gemini": {paths: []string{"/opt/warden-test/npm/bin/gemini"}, install: "scripts/test-deps: npm install @google/gemini-cli"},
 }
 
 func globPaths(pattern string) []string {

@@ -40,6 +40,13 @@ type Options struct {
 	// Protected lists patterns of paths tools may read but not change, with
 	// the same matching rules as Mask.
 	Protected []string
+	// GitDirContents lets changes reach inside a .git directory as git
+	// itself does — refs, the index, objects — for the restore of a
+	// checkpoint. .git itself stays protected as an entry (never created,
+	// removed, renamed or replaced, so a gitlink cannot be planted), and
+	// git's control files (GitControl's GitConfig rows) stay protected
+	// wherever they are. The file tools never set it.
+	GitDirContents bool
 }
 
 // Root is a workspace directory opened for confined access. It is safe for
@@ -49,6 +56,9 @@ type Root struct {
 	root      *os.File // O_PATH directory handle every lookup starts from
 	mask      []pattern
 	protected []pattern
+	// protectedEntry are protected as the entry they name only, not what
+	// is below it (Options.GitDirContents).
+	protectedEntry []pattern
 }
 
 var _ FS = (*Root)(nil)
@@ -79,7 +89,14 @@ func Open(dir string, opts *Options) (*Root, error) {
 	for _, p := range append(DefaultMask, lower(optsMask(opts))...) {
 		w.mask = append(w.mask, compile(p))
 	}
-	for _, p := range slices.Concat(DefaultProtected, fileToolsProtected, lower(optsProtected(opts))) {
+	toolsOnly := fileToolsProtected
+	if opts != nil && opts.GitDirContents {
+		toolsOnly = gitPatterns(GitTracked)
+		for _, p := range gitPatterns(GitRepoDir) {
+			w.protectedEntry = append(w.protectedEntry, compile(p))
+		}
+	}
+	for _, p := range slices.Concat(DefaultProtected, toolsOnly, lower(optsProtected(opts))) {
 		w.protected = append(w.protected, compile(p))
 	}
 	for _, p := range append(append([]pattern(nil), w.mask...), w.protected...) {
@@ -151,7 +168,15 @@ func (w *Root) Clean(op, name string) (string, error) {
 func (w *Root) MaskRule(rel string) (string, bool) { return match(w.mask, rel) }
 
 // ProtectRule returns the protected pattern matching rel, if any.
-func (w *Root) ProtectRule(rel string) (string, bool) { return match(w.protected, rel) }
+func (w *Root) ProtectRule(rel string) (string, bool) {
+	if rule, ok := match(w.protected, rel); ok {
+		return rule, true
+	}
+	if rel == "." || rel == "" {
+		return "", false
+	}
+	return matchEntry(w.protectedEntry, rel)
+}
 
 // Check applies the name-level guards to name: syntax, lexical escapes,
 // masks and, when write is set, protected paths, including git's control

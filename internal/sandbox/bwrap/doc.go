@@ -13,8 +13,9 @@
 // of /etc read-only, the jail's own root read-only, no GPU devices under
 // no_gpu, and warden's seccomp filter (--seccomp) denying the dangerous
 // system calls with EPERM and killing any made under a foreign
-// architecture. Under lockdown or network = false it has no network at all
-// (not even the host's loopback).
+// architecture. Under lockdown or network = "none" it has no network at all
+// (not even the host's loopback); under "allowlist" only its own loopback,
+// where the worker's relay hands connections to the egress gateway.
 //
 // A pids cgroup bounds the jail's processes: RLIMIT_NPROC does not bind a
 // jail whose user is root on the host (the kernel exempts it), and a jail

@@ -172,7 +172,7 @@ func (p *Plan) validate() error {
 		if !ok || k == "" {
 			return fmt.Errorf("malformed environment entry %q", kv)
 		}
-		if jail.SecretName(k) {
+		if jail.SecretEntry(kv) {
 			return fmt.Errorf("environment variable %s looks like a secret and never enters a jail", k)
 		}
 	}

@@ -105,6 +105,7 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (*jail.Started,
 		Workspace: layout.Workspace, Mask: l.WorkerMask(), Protected: l.Protected,
 		Lockdown: s.Lockdown, Landlock: s.Landlock,
 		Writable: append(layout.Writable, "/dev/shm", "/dev/pts"), Readable: layout.Readable,
+		Egress: l.EgressEnv(),
 	})
 	if err != nil {
 		return nil, err

@@ -12,8 +12,10 @@
 // and is dynamically linked; a busybox-only or musl image fails at start
 // with an error saying so. Command lines need bash in the image; without it
 // they are refused, saying so, and never run by the image's sh. The
-// container has no network (--network none; network = true shares the
-// host's, never under lockdown), no capabilities, no-new-privileges, a
+// container has no network (--network none; network = "host" shares the
+// host's, never under lockdown; under "allowlist" it stays --network none
+// and reaches out only through the egress gateway's socket, bound in),
+// no capabilities, no-new-privileges, a
 // Docker seccomp profile converted from the same rule table, a read-only
 // root with tmpfs /tmp and HOME, --pids-limit and --memory (memory_mb,
 // default 2048 MiB), the environment of jail.JailEnv only, masks as

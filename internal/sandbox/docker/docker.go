@@ -438,6 +438,7 @@ func Start(ctx context.Context, op *jail.Launch) (_ *jail.Started, err error) {
 		// calls it does not know (open_tree_attr on Debian 12): the worker
 		// stacks warden's own filter on top.
 		Seccomp: true,
+		Egress:  l.EgressEnv(),
 	})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/egress/relay"
 )
 
 // The contract between internal/sandbox and its backends: a backend is
@@ -44,6 +45,35 @@ type Launch struct {
 	Logger *slog.Logger
 	// StartTimeout bounds the start.
 	StartTimeout time.Duration
+	// Egress is set under network = "allowlist": the host side of the
+	// jail's network, which the backend binds into the jail.
+	Egress *Egress
+}
+
+// Egress is what a jail under network = "allowlist" gets from the host's
+// egress gateway (internal/egress): the unix socket its relay hands
+// connections to, the CA bundle to trust ("" when no secret is brokered),
+// and the variables every command gets (the proxy variables, the CA
+// variables, the brokered secrets' placeholders — never a real secret).
+type Egress struct {
+	Socket string
+	Bundle string
+	Env    []string
+}
+
+// Egress's fixed paths in the jail (internal/egress/relay).
+const (
+	EgressSocket = relay.SocketPath
+	EgressBundle = relay.BundlePath
+)
+
+// EgressEnv is the variables every command of the jail gets whatever
+// environment its request brings (nil without egress).
+func (l *Launch) EgressEnv() []string {
+	if l.Egress == nil {
+		return nil
+	}
+	return slices.Clone(l.Egress.Env)
 }
 
 // Log returns the launch's logger, or one that discards.
@@ -54,8 +84,11 @@ func (l *Launch) Log() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Env is the jail's environment (JailEnv of HostEnv and EnvAllowlist).
-func (l *Launch) Env() []string { return JailEnv(l.HostEnv, l.EnvAllowlist) }
+// Env is the jail's environment (JailEnv of HostEnv and EnvAllowlist),
+// with the egress variables.
+func (l *Launch) Env() []string {
+	return append(JailEnv(l.HostEnv, l.EnvAllowlist), l.EgressEnv()...)
+}
 
 // WorkerMask is what the worker's own workspace masks (its file tools):
 // security.mask and sandbox.mask (the workspace adds its defaults).
@@ -91,7 +124,14 @@ func (l *Launch) Layout() (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewLayout(l.Workspace, l.Executable, l.Settings, m)
+	layout, err := NewLayout(l.Workspace, l.Executable, l.Settings, m)
+	if err != nil {
+		return nil, err
+	}
+	if l.Egress != nil {
+		layout.AddEgress(l.Egress)
+	}
+	return layout, nil
 }
 
 // Started is a jail a backend started, with the worker running in it.
@@ -143,6 +183,19 @@ type Info struct {
 	// Detail is what a backend adds: the container, or the remote host and
 	// whether the worker there runs under bubblewrap.
 	Detail string `json:"detail,omitempty"`
+	// Egress counts the connections of a jail under network =
+	// "allowlist", since it started.
+	Egress *EgressInfo `json:"egress,omitempty"`
+}
+
+// EgressInfo is a jail's egress counters.
+type EgressInfo struct {
+	Allowed   int64 `json:"allowed"`
+	Denied    int64 `json:"denied"`
+	Asked     int64 `json:"asked"`
+	Active    int64 `json:"active"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
 }
 
 // Tail keeps the end of what a jail prints on stderr and logs its lines.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/egress/relay"
 )
 
 // DefaultEnvNames are passed into the jail when set on the host; the
@@ -17,6 +18,29 @@ var secretRE = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDEN
 // SecretName reports whether an environment variable's name suggests a
 // secret. Such variables never enter a jail, even when allowlisted.
 func SecretName(name string) bool { return secretRE.MatchString(name) }
+
+// SecretEntry reports whether a KEY=VALUE entry may hold a secret: its name
+// suggests one and its value is not a brokered secret's placeholder (which
+// the egress gateway puts in the jail in the secret's place).
+func SecretEntry(kv string) bool {
+	k, v, _ := strings.Cut(kv, "=")
+	return SecretName(k) && !IsPlaceholder(v)
+}
+
+// IsPlaceholder reports whether v is a brokered secret's placeholder
+// (internal/egress): the prefix and 32 lower-case hex digits, nothing else.
+func IsPlaceholder(v string) bool {
+	hexPart, ok := strings.CutPrefix(v, relay.PlaceholderPrefix)
+	if !ok || len(hexPart) != 32 {
+		return false
+	}
+	for _, c := range hexPart {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // JailEnv returns the jail's environment: PATH, HOME and TMPDIR fixed, plus
 // the host variables named in DefaultEnvNames and allow, minus any whose name

@@ -175,6 +175,17 @@ func NewLayout(ws, exe string, s Settings, m *Masks) (*Layout, error) {
 
 func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }
 
+// AddEgress binds the egress gateway's socket (and its CA bundle) into the
+// jail, read-only: a unix socket is connected to through a read-only bind,
+// and nothing in the jail may replace it.
+func (l *Layout) AddEgress(e *Egress) {
+	l.Mounts = append(l.Mounts, Mount{Kind: Bind, Source: e.Socket, Target: EgressSocket, ReadOnly: true})
+	if e.Bundle != "" {
+		l.Mounts = append(l.Mounts, Mount{Kind: Bind, Source: e.Bundle, Target: EgressBundle, ReadOnly: true})
+		l.Readable = append(l.Readable, EgressBundle)
+	}
+}
+
 // systemDirs may not be bound writable (nor be a workspace): that would
 // hand the jail the host's system, its users' homes or its /tmp.
 var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/proc", "/root", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var"}

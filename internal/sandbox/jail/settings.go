@@ -39,7 +39,11 @@ type Settings struct {
 	Backend  string `json:"backend"`
 	Lockdown bool   `json:"lockdown"`
 	// Network shares the host network; always false under Lockdown.
-	Network  bool          `json:"network"`
+	Network bool `json:"network"`
+	// Egress is network = "allowlist": the jail keeps a network of its own
+	// with only loopback, where a relay hands every connection to warden's
+	// egress proxy on the host (internal/egress). Never under Lockdown.
+	Egress   bool          `json:"egress,omitempty"`
 	NoGPU    bool          `json:"no_gpu"`
 	Landlock string        `json:"landlock"`
 	RWPaths  []string      `json:"rw_paths"`
@@ -69,6 +73,7 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 		Backend:  sb.Backend,
 		Lockdown: sb.Lockdown,
 		Network:  sb.Network,
+		Egress:   sb.NetworkMode == config.NetworkAllowlist,
 		NoGPU:    sb.NoGPU,
 		Landlock: sb.Landlock,
 		RWPaths:  slices.Clone(sb.RWPaths),
@@ -80,7 +85,7 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 	if sb.Invalid != "" {
 		why = append(why, "the [sandbox] section is invalid ("+sb.Invalid+")")
 		// Nothing of an invalid section loosens the jail.
-		s.Network, s.NoGPU = false, true
+		s.Network, s.Egress, s.NoGPU = false, false, true
 	}
 	switch s.Backend {
 	case "", BackendLocal:
@@ -112,7 +117,7 @@ func Resolve(sb *config.Sandbox) (Settings, error) {
 		s.Forced = strings.Join(why, "; ")
 	}
 	if s.Lockdown {
-		s.Network = false
+		s.Network, s.Egress = false, false
 	}
 	return s, nil
 }

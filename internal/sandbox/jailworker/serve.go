@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/egress/relay"
 	"github.com/wardenhq/warden/internal/sandbox/jail"
 	"github.com/wardenhq/warden/internal/sandbox/landlock"
 	"github.com/wardenhq/warden/internal/sandbox/proto"
@@ -93,7 +94,18 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 	hello.Seccomp, hello.NoNewPrivs = selfSeccomp()
 	s := &Server{
 		Root: root, Runner: &command.Local{Root: root.Dir(), DefaultTimeout: proto.DefaultExecTimeout},
-		Env: os.Environ(), Hello: hello, Streams: true, StreamStderr: os.Stderr,
+		Env: os.Environ(), Fixed: spec.Egress, Hello: hello, Streams: true, StreamStderr: os.Stderr,
+	}
+	if len(spec.Egress) > 0 {
+		// network = "allowlist": the proxy's ports on the jail's loopback,
+		// handing each connection to warden on the host. Without them the
+		// jail has no network at all, so a relay that cannot start is an
+		// error, never a reason to go on without.
+		r, err := relay.ListenJail()
+		if err != nil {
+			return fmt.Errorf("failed to start the egress relay: %w", err)
+		}
+		defer r.Close()
 	}
 	return s.Serve(ctx, in, out)
 }

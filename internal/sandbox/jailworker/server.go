@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,10 @@ type Server struct {
 	// Runner runs exec requests; nil refuses them.
 	Runner command.Runner
 	// Env is the environment of an exec request that brings none.
-	Env   []string
+	Env []string
+	// Fixed are set in every command's environment, over what the request
+	// brings (the egress proxy's variables: a command has no other route).
+	Fixed []string
 	Hello proto.Hello
 	// MaxInFlight bounds concurrent requests (default 32).
 	MaxInFlight int
@@ -314,16 +318,36 @@ func (s *Server) exec(ctx context.Context, req *proto.Request) (*proto.Response,
 		timeout = proto.DefaultExecTimeout
 	}
 	timeout = min(timeout, proto.MaxExecTimeout)
-	env := req.Env
-	if len(env) == 0 {
-		env = s.Env
-	}
 	res, err := s.Runner.Run(ctx, command.Spec{
-		Argv: req.Argv, Shell: req.Shell, Dir: rel, AbsDir: abs, Env: env,
+		Argv: req.Argv, Shell: req.Shell, Dir: rel, AbsDir: abs, Env: s.env(req.Env),
 		Timeout: timeout, MaxOutputLines: req.MaxOutputLines,
 	})
 	if err != nil {
 		return nil, &proto.Error{W: &proto.WireError{Kind: proto.KindExec, Message: err.Error()}}
 	}
 	return &proto.Response{Exec: &res}, nil
+}
+
+// env is the environment of a command whose request brings req: req, or
+// Env when it brings none, with Fixed set over it.
+func (s *Server) env(req []string) []string {
+	env := req
+	if len(env) == 0 {
+		env = s.Env
+	}
+	if len(s.Fixed) == 0 {
+		return env
+	}
+	fixed := map[string]bool{}
+	for _, kv := range s.Fixed {
+		k, _, _ := strings.Cut(kv, "=")
+		fixed[k] = true
+	}
+	out := make([]string, 0, len(env)+len(s.Fixed))
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !fixed[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, s.Fixed...)
 }

@@ -150,10 +150,7 @@ func (s *Server) startStream(req *proto.Request) (*wstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := req.Env
-	if len(env) == 0 {
-		env = s.Env
-	}
+	env := s.env(req.Env)
 	path, args := req.Argv[0], req.Argv
 	if s.testOnlySpawnExe != "" {
 		path, args = s.testOnlySpawnExe, []string{s.testOnlySpawnExe}

@@ -39,6 +39,12 @@ type WorkerSpec struct {
 	// jail already has: the docker backend's profile goes through
 	// libseccomp, which drops system calls it does not know.
 	Seccomp bool `json:"seccomp,omitempty"`
+	// Egress is set under network = "allowlist": the worker starts the
+	// egress relay on the jail's loopback (internal/egress/relay), and
+	// these variables (the proxy and CA variables, the brokered secrets'
+	// placeholders: nothing secret) are set for every command it runs,
+	// whatever environment the request brings.
+	Egress []string `json:"egress,omitempty"`
 }
 
 // JailSpec is what the ssh backend tells `warden worker --jail` on the

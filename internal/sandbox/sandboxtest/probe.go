@@ -1,14 +1,21 @@
 package sandboxtest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -150,6 +157,94 @@ func probe(args []string) string {
 		b := make([]byte, 7)
 		n, _ := c.Read(b)
 		return string(b[:n])
+	case "http-get":
+		// GET a URL through the proxy the environment names (as a program
+		// in the jail would), trusting SSL_CERT_FILE; a header value
+		// "ENV:NAME" is the variable's value (a placeholder).
+		return httpGet(args[1:])
+	case "proxy-connect":
+		// CONNECT target through the HTTP proxy; the answer's status line.
+		// A target "hex:…" is hex-decoded (bytes an argument cannot hold).
+		target := args[1]
+		if h, ok := strings.CutPrefix(target, "hex:"); ok {
+			b, err := hex.DecodeString(h)
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			target = string(b)
+		}
+		return proxyConnect(target, "")
+	case "tunnel-connect":
+		// CONNECT to an allowed host, then a CONNECT to another inside it.
+		return proxyConnect(args[1], args[2])
+	case "http-download":
+		// GET a URL (through the environment's proxy) and discard the body:
+		// "BYTES SECONDS".
+		t0 := time.Now()
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+		resp, err := c.Get(args[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("%d %f", n, time.Since(t0).Seconds())
+	case "http-latency":
+		// N GETs of a URL, each on a new connection (through the
+		// environment's proxy): the median time per request in µs.
+		n, _ := strconv.Atoi(args[2])
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+		times := make([]time.Duration, 0, n)
+		for range n {
+			t0 := time.Now()
+			resp, err := c.Get(args[1])
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			times = append(times, time.Since(t0))
+		}
+		slices.Sort(times)
+		return strconv.FormatInt(times[len(times)/2].Microseconds(), 10)
+	case "udp":
+		c, err := net.Dial("udp", args[1])
+		if err != nil {
+			return "refused: " + err.Error()
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01")); err != nil {
+			return "refused: " + err.Error()
+		}
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		b := make([]byte, 512)
+		if n, err := c.Read(b); err != nil {
+			return "no answer: " + err.Error()
+		} else {
+			return fmt.Sprintf("answered %d bytes", n)
+		}
+	case "lookup":
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupHost(ctx, args[1])
+		if err != nil {
+			return "no answer: " + err.Error()
+		}
+		return fmt.Sprintf("resolved %v", addrs)
+	case "unix-bytes":
+		// Speak bytes (not a descriptor) to a unix socket; what comes back.
+		c, err := net.DialTimeout("unix", args[1], 3*time.Second)
+		if err != nil {
+			return "refused: " + err.Error()
+		}
+		defer c.Close()
+		c.Write([]byte("CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		b, _ := io.ReadAll(c)
+		return fmt.Sprintf("answered %q", b)
 	case "fd":
 		// Whether descriptor N is open in this process, and what it is.
 		n, _ := strconv.Atoi(args[1])
@@ -161,4 +256,63 @@ func probe(args []string) string {
 		return "open: " + l
 	}
 	return "unknown probe " + args[0]
+}
+
+func httpGet(args []string) string {
+	req, err := http.NewRequest(http.MethodGet, args[0], nil)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	for _, h := range args[1:] {
+		k, v, _ := strings.Cut(h, ": ")
+		if name, ok := strings.CutPrefix(v, "ENV:"); ok {
+			v = os.Getenv(name)
+		} else if pre, name, ok := strings.Cut(v, " ENV:"); ok {
+			v = pre + " " + os.Getenv(name)
+		}
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 400))
+	return fmt.Sprintf("status %d: %s", resp.StatusCode, b)
+}
+
+// proxyConnect opens a CONNECT tunnel to target through the HTTP proxy of
+// HTTPS_PROXY; with inner, it sends a CONNECT to inner inside the tunnel.
+// It returns the last status line it read.
+func proxyConnect(target, inner string) string {
+	u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || u.Host == "" {
+		return "error: no HTTPS_PROXY"
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		return "refused: " + err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	status := func(t string) string {
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", t, t)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		if resp.StatusCode/100 == 2 {
+			return resp.Status // the tunnel follows, not a body
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		return fmt.Sprintf("%s %s", resp.Status, bytes.TrimSpace(body))
+	}
+	s := status(target)
+	if inner == "" || !strings.HasPrefix(s, "200") {
+		return s
+	}
+	return status(inner)
 }

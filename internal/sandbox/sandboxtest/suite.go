@@ -28,6 +28,7 @@ var rows = []row{
 	{"control socket", testControlSocket},
 	{"inherited descriptors", testInheritedFDs},
 	{"git", testGit},
+	{"egress", testEgress},
 }
 
 // Run tries the backend f reaches with every row of the suite, each a

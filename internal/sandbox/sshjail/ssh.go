@@ -303,6 +303,16 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// ErrNoEgress refuses network = "allowlist" on the ssh backend: the
+// jail's relay hands each connection's socket to warden over a unix
+// socket (SCM_RIGHTS), which an ssh connection cannot carry, and the proxy
+// must run where the policy and the secrets are. It is never replaced by
+// the host's network or by none.
+var ErrNoEgress = &jail.HintError{
+	Err:     fmt.Errorf(`network = "allowlist" is not available with backend "ssh": the egress proxy hands connections over a local unix socket, which the ssh connection cannot carry: %w`, jail.ErrBackendUnavailable),
+	HintMsg: `use network = "none" or "host" with backend "ssh", or backend "local" or "docker" for an allowlist`,
+}
+
 // Start connects to the remote host and starts `warden worker --jail`
 // there, which builds the bubblewrap jail on that host.
 func Start(ctx context.Context, op *jail.Launch) (*jail.Started, error) {
@@ -314,6 +324,9 @@ func Start(ctx context.Context, op *jail.Launch) (*jail.Started, error) {
 	}
 	if l.Sandbox == nil {
 		return nil, fmt.Errorf("backend ssh needs a [sandbox] section: %w", jail.ErrBackendUnavailable)
+	}
+	if s.Egress || l.Egress != nil {
+		return nil, ErrNoEgress
 	}
 	t, err := resolveSSH(l.Sandbox, ws, l.HostEnv)
 	if err != nil {

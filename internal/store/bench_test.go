@@ -1,0 +1,42 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/internal/audit"
+)
+
+// BenchmarkDecide decides pending requests from 25 goroutines at once (the
+// deciding half of bench/approvals' 50 clients), each decision one
+// transaction with its audit row, on each backend.
+//
+//	go test -run '^$' -bench Decide -benchtime 2000x ./internal/store/
+func BenchmarkDecide(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			s := be.open(b, nil)
+			ctx := context.Background()
+			ids := make(chan string, b.N)
+			for range b.N {
+				a := newPending(time.Hour, CurrentOwner())
+				if err := s.Create(ctx, a, nil); err != nil {
+					b.Fatal(err)
+				}
+				ids <- a.ID
+			}
+			close(ids)
+			b.SetParallelism(13) // ≈25 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := <-ids
+					if _, err := s.Decide(ctx, id, approve("alice"), &audit.Record{Event: "approval", Decision: "approved"}); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		})
+	}
+}
