@@ -79,6 +79,7 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 		m.lits = append(m.lits, f)
 		m.traps = m.traps || f.traps
 	}
+	m.finders = groupFinders(m.lits)
 	if p, complete := re.LiteralPrefix(); complete && len(set) == 1 && m.lits[0].lit != nil && p == string(m.lits[0].lit) {
 		m.pure = true
 	}
@@ -98,6 +99,7 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 type matcher struct {
 	re          *regexp.Regexp
 	lits        []*seqFinder // one of these occurs in every match; nil if unknown
+	finders     []finder     // lits, those scanning for the same byte as one
 	traps       bool         // a sequence leaves out KELVIN SIGN or LONG S (see hasFoldTraps)
 	pure        bool         // the expression is exactly lits[0]: no confirmation needed
 	wholeBuffer bool         // no required sequence: run re over the whole buffer
@@ -112,9 +114,9 @@ func (m *matcher) scan(data []byte, fn func(n, start, end int)) {
 		m.scanLines(data, fn)
 		return
 	}
-	var next []int // per literal: offset of its next occurrence at or after pos, or len(data)+1
+	var next []int // per finder: offset of its next occurrence at or after pos, or len(data)+1
 	if useLit {
-		next = make([]int, len(m.lits))
+		next = make([]int, len(m.finders))
 		for i := range next {
 			next[i] = -1
 		}
@@ -123,7 +125,7 @@ func (m *matcher) scan(data []byte, fn func(n, start, end int)) {
 	for pos := 0; pos <= len(data); {
 		at := len(data) + 1
 		if useLit {
-			for i, f := range m.lits {
+			for i, f := range m.finders {
 				if next[i] < pos {
 					next[i] = len(data) + 1
 					if j := f.index(data[pos:]); j >= 0 {

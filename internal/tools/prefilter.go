@@ -457,6 +457,9 @@ func (f *seqFinder) index(s []byte) int {
 		}
 		return -1
 	}
+	if len(f.members) == 2 {
+		return f.index2(s)
+	}
 	var next [maxMemchr]int
 	for i := range next {
 		next[i] = -1
@@ -480,6 +483,30 @@ func (f *seqFinder) index(s []byte) int {
 	}
 }
 
+// index2 is index for an anchor of two bytes, as a letter folded is: the
+// next offset of each is kept, and the nearer taken.
+func (f *seqFinder) index2(s []byte) int {
+	c0, c1, n := f.members[0], f.members[1], len(f.pos)
+	n0, n1 := -1, -1
+	for off := f.anchor; ; {
+		if n0 < off {
+			n0 = indexByteFrom(s, off, c0)
+		}
+		if n1 < off {
+			n1 = indexByteFrom(s, off, c1)
+		}
+		at := min(n0, n1)
+		start := at - f.anchor
+		if start+n > len(s) {
+			return -1
+		}
+		if f.matchAt(s[start : start+n]) {
+			return start
+		}
+		off = at + 1
+	}
+}
+
 func (f *seqFinder) matchAt(s []byte) bool {
 	for _, k := range f.check {
 		if !f.pos[k].has(s[k]) {
@@ -487,6 +514,76 @@ func (f *seqFinder) matchAt(s []byte) bool {
 		}
 	}
 	return true
+}
+
+// finder finds the first occurrence of one of its sequences.
+type finder interface {
+	index(s []byte) int
+}
+
+// groupFinders returns fs with those that scan for the same single byte
+// joined into one seqGroup, so that TODO|FIXME|XXX, whose last two are
+// both found by their X, makes two passes over the text rather than three.
+func groupFinders(fs []*seqFinder) []finder {
+	var out []finder
+	groups := map[byte]*seqGroup{}
+	for _, f := range fs {
+		if f.table != nil || len(f.members) != 1 {
+			out = append(out, f)
+			continue
+		}
+		c := f.members[0]
+		g := groups[c]
+		if g == nil {
+			g = &seqGroup{c: c, minAnchor: f.anchor, maxAnchor: f.anchor}
+			groups[c] = g
+			out = append(out, g)
+		}
+		g.fs = append(g.fs, f)
+		g.minAnchor, g.maxAnchor = min(g.minAnchor, f.anchor), max(g.maxAnchor, f.anchor)
+	}
+	for i, f := range out {
+		if g, ok := f.(*seqGroup); ok && len(g.fs) == 1 {
+			out[i] = g.fs[0]
+		}
+	}
+	return out
+}
+
+// seqGroup is sequences whose anchor is the same byte c, found in one
+// memchr pass: at each c, every sequence is checked with c at its anchor.
+type seqGroup struct {
+	c                    byte
+	fs                   []*seqFinder
+	minAnchor, maxAnchor int
+}
+
+// index returns the first offset where one of the sequences starts, or
+// -1. A stop at p is a start at p minus an anchor offset, so stops are
+// taken until none can start before the best found.
+func (g *seqGroup) index(s []byte) int {
+	best := -1
+	for off := g.minAnchor; off < len(s); {
+		i := bytes.IndexByte(s[off:], g.c)
+		if i < 0 {
+			break
+		}
+		p := off + i
+		if best >= 0 && p-g.maxAnchor >= best {
+			break
+		}
+		for _, f := range g.fs {
+			start, n := p-f.anchor, len(f.pos)
+			if start < 0 || start+n > len(s) || (best >= 0 && start >= best) {
+				continue
+			}
+			if f.matchAt(s[start : start+n]) {
+				best = start
+			}
+		}
+		off = p + 1
+	}
+	return best
 }
 
 // hasFoldTraps reports whether data holds KELVIN SIGN or LATIN SMALL

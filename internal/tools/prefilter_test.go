@@ -128,6 +128,7 @@ func FuzzPrefilter(f *testing.F) {
 		{`[A-Z]{6,}_[0-9]+`, "const X_1, ABCDEF_12"}, {"func main", "func main() {"}, {"(?i)kiss", "\u212Aiss"},
 		{`x{2,5}y`, "xxxxxy"}, {`(ab)+c`, "ababc"}, {`(?i)[a-z]k9`, "a\u212A9"}, {"héllo", "h\xc3\xa9llo"},
 		{`a+b+c`, "aabbc"}, {`\w+_\d+`, "a_1"}, {`(?:foo|ba?r)z`, "brz"}, {`[^a]b`, "\xffb"},
+		{"TODO|FIXME|XXX", "a FIXME XXX"}, {"QaZ|QbbZ|cQ", "xQbbZ cQ QaZ"},
 	} {
 		f.Add(s.p, s.d, false)
 	}
@@ -159,11 +160,17 @@ func FuzzPrefilter(f *testing.F) {
 		}
 		data := []byte(line)
 		found := false
+		var fds []*seqFinder
+		first := -1
 		for _, s := range set {
 			fd := newSeqFinder(s)
+			fds = append(fds, fd)
 			i := fd.index(data)
 			if i < 0 {
 				continue
+			}
+			if first < 0 || i < first {
+				first = i
 			}
 			if i+len(s.pos) > len(data) {
 				t.Fatalf("%q in %q: occurrence at %d runs past the end", render(s), line, i)
@@ -174,6 +181,16 @@ func FuzzPrefilter(f *testing.F) {
 				}
 			}
 			found = true
+		}
+		// Finders joined by their byte find the first occurrence of any.
+		grouped := -1
+		for _, g := range groupFinders(fds) {
+			if i := g.index(data); i >= 0 && (grouped < 0 || i < grouped) {
+				grouped = i
+			}
+		}
+		if grouped != first {
+			t.Fatalf("pattern %q in %q: grouped finders report %d, the finders alone %d", pattern, line, grouped, first)
 		}
 		if re.MatchString(line) && !found && !(bytes.ContainsRune(data, '\u212A') || bytes.ContainsRune(data, '\u017F')) {
 			var rs []string
