@@ -160,6 +160,7 @@ type entry struct {
 	typ   fs.FileMode
 	depth int // 1 for the children of the walk's root; 0 for a root that is a file
 	rules []gitignore.Pattern
+	d     fs.DirEntry // as listed; nil for the walk's root
 }
 
 type walkOptions struct {
@@ -297,7 +298,7 @@ func expand(fsys workspace.FS, st *walkStats, o walkOptions, dir *entry, ents []
 			ignored++
 			continue
 		}
-		e := &entry{rel: strings.Join(comps, "/"), comps: comps, typ: typ, depth: dir.depth + 1, rules: rules}
+		e := &entry{rel: strings.Join(comps, "/"), comps: comps, typ: typ, depth: dir.depth + 1, rules: rules, d: d}
 		if o.onEntry != nil {
 			o.onEntry(e)
 		}

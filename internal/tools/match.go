@@ -64,8 +64,8 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 	if usesTextAnchors(tree) {
 		return m, nil // \A and \z mean line start and end here: search line by line.
 	}
-	lits := requiredLiterals(tree)
-	if len(lits) == 0 {
+	set, _ := bestSet(analyze(tree))
+	if set == nil {
 		m.wholeBuffer = true
 		m.chunk = 64 << 10
 		// regexp backtracks when len(prog)*(len(input)+1) <= 256 Ki bits.
@@ -74,12 +74,13 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 		}
 		return m, nil
 	}
-	for _, l := range lits {
-		f := newLitFinder(l)
+	for _, s := range set {
+		f := newSeqFinder(s)
 		m.lits = append(m.lits, f)
 		m.traps = m.traps || f.traps
 	}
-	if p, complete := re.LiteralPrefix(); complete && len(lits) == 1 && !lits[0].fold && p == lits[0].s {
+	m.finders = groupFinders(m.lits)
+	if p, complete := re.LiteralPrefix(); complete && len(set) == 1 && m.lits[0].lit != nil && p == string(m.lits[0].lit) {
 		m.pure = true
 	}
 	return m, nil
@@ -88,7 +89,8 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 // matcher finds the lines of a buffer that match a regular expression.
 //
 // Lines are found without splitting the buffer: when every match must
-// contain one of a few literal strings (found in the parsed expression),
+// contain one of a few strings (found in the parsed expression; see
+// prefilter.go),
 // those are searched for with memchr-speed scans; when there are none, the
 // expression itself runs over the whole buffer in multi-line mode. Either
 // way a candidate's line is then confirmed by matching the expression
@@ -96,10 +98,11 @@ func compileMatcher(pattern string, ignoreCase bool) (*matcher, error) {
 // expression matches", as grep defines it.
 type matcher struct {
 	re          *regexp.Regexp
-	lits        []*litFinder // one of these occurs in every match; nil if unknown
-	traps       bool         // a folded literal holds k or s (see hasFoldTraps)
+	lits        []*seqFinder // one of these occurs in every match; nil if unknown
+	finders     []finder     // lits, those scanning for the same byte as one
+	traps       bool         // a sequence leaves out KELVIN SIGN or LONG S (see hasFoldTraps)
 	pure        bool         // the expression is exactly lits[0]: no confirmation needed
-	wholeBuffer bool         // no literal: run re over the whole buffer
+	wholeBuffer bool         // no required sequence: run re over the whole buffer
 	chunk       int          // wholeBuffer: bytes per call of re (see nextMatch)
 }
 
@@ -111,9 +114,9 @@ func (m *matcher) scan(data []byte, fn func(n, start, end int)) {
 		m.scanLines(data, fn)
 		return
 	}
-	var next []int // per literal: offset of its next occurrence at or after pos, or len(data)+1
+	var next []int // per finder: offset of its next occurrence at or after pos, or len(data)+1
 	if useLit {
-		next = make([]int, len(m.lits))
+		next = make([]int, len(m.finders))
 		for i := range next {
 			next[i] = -1
 		}
@@ -122,7 +125,7 @@ func (m *matcher) scan(data []byte, fn func(n, start, end int)) {
 	for pos := 0; pos <= len(data); {
 		at := len(data) + 1
 		if useLit {
-			for i, f := range m.lits {
+			for i, f := range m.finders {
 				if next[i] < pos {
 					next[i] = len(data) + 1
 					if j := f.index(data[pos:]); j >= 0 {
@@ -187,109 +190,6 @@ func (m *matcher) scanLines(data []byte, fn func(n, start, end int)) {
 	}
 }
 
-// literal is a string every match (or, in a set, one of the set) contains.
-type literal struct {
-	s    string
-	fold bool // ASCII case-insensitive; s is lower-case
-}
-
-// litFinder searches for one literal by its rarest byte.
-type litFinder struct {
-	lit    []byte
-	fold   bool
-	anchor int  // offset in lit of the byte searched for with memchr
-	lo, up byte // that byte, in both cases when folded
-	traps  bool // folded and holds k or s
-}
-
-func newLitFinder(l literal) *litFinder {
-	f := &litFinder{lit: []byte(l.s), fold: l.fold}
-	best := 1 << 30
-	for i, c := range f.lit {
-		score := byteRank(c)
-		if f.fold && isASCIILetter(c) {
-			score += byteRank(c - 'a' + 'A')
-		}
-		if score < best {
-			best, f.anchor = score, i
-		}
-		if f.fold && (c == 'k' || c == 's') {
-			f.traps = true
-		}
-	}
-	f.lo, f.up = f.lit[f.anchor], f.lit[f.anchor]
-	if f.fold && isASCIILetter(f.lo) {
-		f.up = f.lo - 'a' + 'A'
-	}
-	return f
-}
-
-// index returns the offset of the first occurrence of the literal in s, or -1.
-func (f *litFinder) index(s []byte) int {
-	n := len(f.lit)
-	if !f.fold && (n == 1 || f.anchor == 0) {
-		return bytes.Index(s, f.lit)
-	}
-	nextLo, nextUp := -1, -1
-	for off := f.anchor; ; {
-		if nextLo < off {
-			nextLo = indexByteFrom(s, off, f.lo)
-		}
-		if f.up == f.lo {
-			nextUp = nextLo
-		} else if nextUp < off {
-			nextUp = indexByteFrom(s, off, f.up)
-		}
-		start := min(nextLo, nextUp) - f.anchor
-		if start+n > len(s) {
-			return -1
-		}
-		if f.fold {
-			if equalFoldASCII(s[start:start+n], f.lit) {
-				return start
-			}
-		} else if bytes.Equal(s[start:start+n], f.lit) {
-			return start
-		}
-		off = start + f.anchor + 1
-	}
-}
-
-// byteRank estimates how common c is in source code (higher: more common),
-// so that the rarest byte of a literal is the one scanned for.
-func byteRank(c byte) int {
-	const common = " \n\te\tt\ta\to\ti\tn\ts\tr\tl\tc\td\tu\th\tp\tm\tf\tg\t.\t(\t)\t,\t\"\t_\t/\t=\tb\tv\tw\ty\t*\t;\t:\t{\t}\tk\t0\t1\tx\t-\tE\tS\tT\tR\tI\tN\tA"
-	if i := strings.IndexByte(common, c); i >= 0 && c != '\t' {
-		return 256 - i
-	}
-	if c == '\t' {
-		return 250
-	}
-	return 0
-}
-
-// hasFoldTraps reports whether data holds KELVIN SIGN or LATIN SMALL
-// LETTER LONG S, which Go's case folding equates with k and s.
-func hasFoldTraps(data []byte) bool {
-	return bytes.Contains(data, []byte("\u212A")) || bytes.Contains(data, []byte("\u017F"))
-}
-
-func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
-
-// equalFoldASCII compares s with the lower-case ASCII lit.
-func equalFoldASCII(s, lit []byte) bool {
-	for i, c := range lit {
-		d := s[i]
-		if isASCIILetter(d) {
-			d |= 0x20
-		}
-		if d != c {
-			return false
-		}
-	}
-	return true
-}
-
 // usesTextAnchors reports whether re uses \A or \z.
 func usesTextAnchors(re *syntax.Regexp) bool {
 	if re.Op == syntax.OpBeginText || re.Op == syntax.OpEndText {
@@ -301,91 +201,6 @@ func usesTextAnchors(re *syntax.Regexp) bool {
 		}
 	}
 	return false
-}
-
-// maxLiteralSet bounds the alternatives searched for separately.
-const maxLiteralSet = 8
-
-// requiredLiterals returns a small set of literals one of which every match
-// of re contains, or nil when none is known. Folded literals are ASCII and
-// lower-cased; no literal holds U+FFFD (the expression matches invalid
-// UTF-8 with it) or is empty.
-func requiredLiterals(re *syntax.Regexp) []literal {
-	switch re.Op {
-	case syntax.OpLiteral:
-		return usableLiteral(re.Rune, re.Flags&syntax.FoldCase != 0)
-	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiterals(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return requiredLiterals(re.Sub[0])
-		}
-	case syntax.OpAlternate:
-		var set []literal
-		for _, sub := range re.Sub {
-			s := requiredLiterals(sub)
-			if s == nil || len(set)+len(s) > maxLiteralSet {
-				return nil
-			}
-			set = append(set, s...)
-		}
-		return set
-	case syntax.OpConcat:
-		var best []literal
-		consider := func(set []literal) {
-			if set != nil && (best == nil || setScore(set) > setScore(best)) {
-				best = set
-			}
-		}
-		var run []rune
-		runFold := false
-		flush := func() {
-			if len(run) > 0 {
-				consider(usableLiteral(run, runFold))
-			}
-			run = nil
-		}
-		for _, sub := range re.Sub {
-			if sub.Op == syntax.OpLiteral {
-				f := sub.Flags&syntax.FoldCase != 0
-				if len(run) > 0 && f != runFold {
-					flush()
-				}
-				run, runFold = append(run, sub.Rune...), f
-				continue
-			}
-			flush()
-			consider(requiredLiterals(sub))
-		}
-		flush()
-		return best
-	}
-	return nil
-}
-
-// setScore prefers sets whose shortest literal is longest, then smaller sets.
-func setScore(set []literal) int {
-	short := 1 << 20
-	for _, l := range set {
-		short = min(short, len(l.s))
-	}
-	return short*16 - len(set)
-}
-
-func usableLiteral(runes []rune, fold bool) []literal {
-	s := string(runes)
-	if s == "" || strings.ContainsRune(s, utf8.RuneError) {
-		return nil
-	}
-	if fold {
-		for i := 0; i < len(s); i++ {
-			if s[i] >= utf8.RuneSelf {
-				return nil
-			}
-		}
-		s = strings.ToLower(s)
-	}
-	return []literal{{s: s, fold: fold}}
 }
 
 var newline = []byte{'\n'}

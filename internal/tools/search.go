@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"runtime"
 	"slices"
@@ -25,6 +26,7 @@ const (
 	searchMaxFileSize    = 10 << 20 // larger files are skipped
 	searchMaxLine        = 240      // longer lines are cut around the match
 	searchBinaryProbe    = 8 << 10  // a NUL in this many first bytes marks a binary file
+	searchFirstRead      = 64 << 10 // the first read of a file, before it is known not to be binary
 	searchContext        = 2        // lines of context search_code shows around a match
 	searchMaxPattern     = 4096
 )
@@ -221,13 +223,13 @@ func runSearch(ctx context.Context, env *Env, tool string, raw json.RawMessage, 
 		onFile: func(w int, e *entry) {
 			if e.depth == 0 {
 				// A file named as the path: its errors are the caller's.
-				bufs[w], rootErr = searchFile(env.FS, m, e.rel, bufs[w], context, limit, c)
+				bufs[w], rootErr = searchFile(env.FS, m, e, bufs[w], context, limit, c)
 				return
 			}
 			if glob != nil && !glob(e, root) {
 				return
 			}
-			bufs[w], _ = searchFile(env.FS, m, e.rel, bufs[w], context, limit, c)
+			bufs[w], _ = searchFile(env.FS, m, e, bufs[w], context, limit, c)
 		},
 	})
 	if err == nil {
@@ -307,8 +309,9 @@ func compileGlob(glob string) (func(e *entry, root string) bool, error) {
 // searchFile searches one file and hands its result to c. buf is the
 // worker's reusable read buffer; the possibly grown buffer is returned,
 // with the error that made the file unreadable, if any.
-func searchFile(fsys workspace.FS, m *matcher, rel string, buf []byte, context, limit int, c *collector) ([]byte, error) {
-	data, buf, skip, err := readForSearch(fsys, rel, buf)
+func searchFile(fsys workspace.FS, m *matcher, e *entry, buf []byte, context, limit int, c *collector) ([]byte, error) {
+	rel := e.rel
+	data, buf, skip, err := readForSearch(fsys, e, buf)
 	if skip != skipNone {
 		c.skip(skip == skipBinary, skip == skipLarge, skip == skipUnreadable)
 		return buf, err
@@ -385,15 +388,29 @@ const (
 	skipUnreadable
 )
 
-// readForSearch reads rel through fsys into buf (grown as needed).
-func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, skipReason, error) {
-	f, err := fsys.Open(rel)
+// entryOpener is implemented by a file system that opens the entries of
+// its own listings without checking their names again (workspace.Root).
+type entryOpener interface {
+	OpenEntry(e fs.DirEntry) (io.ReadCloser, error)
+}
+
+// readForSearch reads e through fsys into buf (grown as needed). A
+// file is known to be binary from its first bytes: a large one is read
+// in two steps so that the rest of a binary file is never read.
+func readForSearch(fsys workspace.FS, e *entry, buf []byte) ([]byte, []byte, skipReason, error) {
+	var f io.ReadCloser
+	var err error
+	if o, ok := fsys.(entryOpener); ok && e.d != nil {
+		f, err = o.OpenEntry(e.d)
+	} else {
+		f, err = fsys.Open(e.rel)
+	}
 	if err != nil {
 		return nil, buf, skipUnreadable, err
 	}
 	defer f.Close()
-	if cap(buf) < 64<<10 {
-		buf = make([]byte, 0, 64<<10)
+	if cap(buf) < searchFirstRead {
+		buf = make([]byte, 0, searchFirstRead)
 	}
 	buf = buf[:0]
 	// With the size known at open, read exactly that much: a file that
@@ -405,16 +422,20 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 		if want > searchMaxFileSize {
 			return nil, buf, skipLarge, nil
 		}
-		buf = slices.Grow(buf, int(want))
 	}
+	probed := false
 	for want < 0 || int64(len(buf)) < want {
 		if len(buf) == cap(buf) {
 			if len(buf) > searchMaxFileSize {
 				return nil, buf, skipLarge, nil
 			}
-			buf = slices.Grow(buf, len(buf))
+			buf = grow(buf, 2*len(buf))
 		}
-		n, err := f.Read(buf[len(buf):cap(buf)])
+		end := cap(buf)
+		if !probed {
+			end = min(end, searchFirstRead)
+		}
+		n, err := f.Read(buf[len(buf):end])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			break
@@ -422,16 +443,34 @@ func readForSearch(fsys workspace.FS, rel string, buf []byte) ([]byte, []byte, s
 		if err != nil {
 			return nil, buf, skipUnreadable, err
 		}
+		if !probed && len(buf) >= searchBinaryProbe {
+			if hasNUL(buf) {
+				return nil, buf, skipBinary, nil
+			}
+			probed = true
+			buf = grow(buf, int(want)) // the rest in one more read
+		}
 	}
 	if len(buf) > searchMaxFileSize {
 		return nil, buf, skipLarge, nil
 	}
-	probe := buf
-	if len(probe) > searchBinaryProbe {
-		probe = probe[:searchBinaryProbe]
-	}
-	if indexByteFrom(probe, 0, 0) < len(probe) {
+	if !probed && hasNUL(buf) {
 		return nil, buf, skipBinary, nil
 	}
 	return buf, buf, skipNone, nil
+}
+
+// grow returns buf with room for n bytes, at least doubling its capacity
+// when it has to move it: a worker's buffer is then replaced a few times per
+// search, not at every larger file.
+func grow(buf []byte, n int) []byte {
+	if n <= cap(buf) {
+		return buf
+	}
+	return append(make([]byte, 0, max(n, 2*cap(buf))), buf...)
+}
+
+// hasNUL reports whether the first searchBinaryProbe bytes of b hold a NUL.
+func hasNUL(b []byte) bool {
+	return bytes.IndexByte(b[:min(len(b), searchBinaryProbe)], 0) >= 0
 }
