@@ -201,3 +201,63 @@ func ctrlEscapes(w *syntax.Word) *syntax.Word {
 	}
 	return cp
 }
+
+// promptHoles returns w with every ${x@P} replaced by text the judge cannot
+// see. Bash expands x's value as a prompt: backslash escapes (\u the user,
+// \h the host, \W the working directory's name — which a line can choose
+// with mkdir and cd), $0, $(…) and history numbers, none of which the
+// judge reads. Taken literally, `x='\W'; ${x@P} id` after `cd sudo` was a
+// command named \W, not sudo. The substitutions inside the value are
+// judged separately (promptCtx).
+func promptHoles(w *syntax.Word) *syntax.Word {
+	if !hasPromptExp(w.Parts) {
+		return w
+	}
+	cp := *w
+	cp.Parts = promptHoleParts(w.Parts)
+	return &cp
+}
+
+func isPromptExp(p *syntax.ParamExp) bool {
+	return p.Exp != nil && p.Exp.Op == syntax.OtherParamOps && p.Exp.Word != nil && p.Exp.Word.Lit() == "P"
+}
+
+func hasPromptExp(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch x := p.(type) {
+		case *syntax.ParamExp:
+			if isPromptExp(x) {
+				return true
+			}
+		case *syntax.DblQuoted:
+			if hasPromptExp(x.Parts) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func promptHoleParts(parts []syntax.WordPart) []syntax.WordPart {
+	out := make([]syntax.WordPart, len(parts))
+	for i, p := range parts {
+		switch x := p.(type) {
+		case *syntax.ParamExp:
+			if isPromptExp(x) {
+				// A substitution no reading knows: empty under one
+				// reading, a hole under the other.
+				out[i] = &syntax.CmdSubst{Left: x.Pos(), Right: x.End()}
+				continue
+			}
+		case *syntax.DblQuoted:
+			if hasPromptExp(x.Parts) {
+				dq := *x
+				dq.Parts = promptHoleParts(x.Parts)
+				out[i] = &dq
+				continue
+			}
+		}
+		out[i] = p
+	}
+	return out
+}

@@ -295,7 +295,7 @@ func (j *judge) expandWords(words []*syntax.Word, info []wordFacts, e *readEnv) 
 			continue
 		}
 		fed, subst := info[k].fed, info[k].subst
-		w = ctrlEscapes(w)
+		w = promptHoles(ctrlEscapes(w))
 		if j.lang != syntax.LangPOSIX && paramBeforeBrace(w) {
 			ws := j.bashOrderWords(w)
 			if ws == nil {
@@ -486,9 +486,9 @@ func (j *judge) document(w *syntax.Word, heredoc bool) []arg {
 			var s string
 			var err error
 			if heredoc {
-				s, err = expand.Document(cfg, w)
+				s, err = expand.Document(cfg, promptHoles(w))
 			} else {
-				s, err = expand.Literal(cfg, w)
+				s, err = expand.Literal(cfg, promptHoles(w))
 			}
 			if err != nil {
 				s = hole
