@@ -239,6 +239,9 @@ func (j *judge) judgeArgv(argv []arg, ctx *callCtx) res {
 	if name.hasHole() || name.glob {
 		r.worse(Dangerous, "command name is computed: "+name.val)
 		r.sink = true
+		// Whatever the name turns out to be runs, with these arguments:
+		// bash -c id runs id.
+		j.runAnything()
 		if ctx.in.fed || anyFed {
 			r.block(RuleDownloadToInterpreter, p, "downloaded or decoded data reaches a command whose name is computed (%s)", name.val)
 			return r
