@@ -348,26 +348,82 @@ func (j *judge) trapWrapper(argv []arg, r *res) {
 	r.quiet = true
 }
 
-// callbackWrapper judges mapfile -C and compgen -C/-F: code run now.
+// callbackOpts are the options of mapfile/readarray and compgen that take
+// an argument, by letter; bash reads them as getopts does: attached
+// (-C'code', -tC'code') or as the next word.
+var callbackOpts = map[string]string{
+	"mapfile":   "dnOsuCc",
+	"readarray": "dnOsuCc",
+	"compgen":   "oAGWFCXPSV",
+}
+
+// callbackWrapper judges mapfile -C and compgen -C/-F (code run now) and
+// compgen -W (a word list bash expands, $(…) included).
 func (j *judge) callbackWrapper(base string, argv []arg, r *res) {
-	for k, a := range argv[1:] {
-		if (a.val == "-C" || a.val == "-F") && k+2 < len(argv) {
-			cb := argv[k+2]
-			switch {
-			case cb.fed:
-				r.block(RuleDownloadToInterpreter, j.pos(cb.pos), "%s runs downloaded or decoded data", base)
-			case cb.hasHole():
-				r.worse(Dangerous, base+" "+a.val+" runs code computed at run time")
-			default:
-				// bash appends the index and the line (mapfile), or the
-				// command, word and previous word (compgen -C).
-				extra := " " + hole + " " + hole
-				if base == "compgen" {
-					extra += " " + hole
-				}
-				j.nestedString(cb.val+extra, cb.pos, stream{})
-				r.worse(Dangerous, base+" "+a.val+" runs code: "+cb.val)
+	withArg := callbackOpts[base]
+	args := argv[1:]
+	for k := 0; k < len(args); k++ {
+		a := args[k]
+		if a.hasHole() && strings.HasPrefix(a.val, "-") {
+			// An option word the judge cannot read may be -C CODE.
+			r.worse(Dangerous, base+" takes an option computed at run time: "+a.val)
+			j.runAnything()
+			continue
+		}
+		if a.val == "--" || !strings.HasPrefix(a.val, "-") || a.val == "-" {
+			break
+		}
+		for i := 1; i < len(a.val); i++ {
+			letter := a.val[i]
+			if !strings.ContainsRune(withArg, rune(letter)) {
+				continue
 			}
+			val := arg{val: a.val[i+1:], pos: a.pos, fed: a.fed, subst: a.subst}
+			if val.val == "" {
+				if k+1 >= len(args) {
+					break
+				}
+				k++
+				val = args[k]
+			}
+			j.callbackArg(base, "-"+string(letter), val, r)
+			break // the rest of the word was the argument
+		}
+	}
+}
+
+// callbackArg judges the argument of one option of mapfile or compgen.
+func (j *judge) callbackArg(base, opt string, cb arg, r *res) {
+	switch opt {
+	case "-C", "-F":
+		switch {
+		case cb.fed:
+			r.block(RuleDownloadToInterpreter, j.pos(cb.pos), "%s runs downloaded or decoded data", base)
+		case cb.hasHole():
+			r.worse(Dangerous, base+" "+opt+" runs code computed at run time")
+			j.runAnything()
+		default:
+			// bash appends the index and the line (mapfile), or the
+			// command, word and previous word (compgen -C).
+			extra := " " + hole + " " + hole
+			if base == "compgen" {
+				extra += " " + hole
+			}
+			j.nestedString(cb.val+extra, cb.pos, stream{})
+			r.worse(Dangerous, base+" "+opt+" runs code: "+cb.val)
+		}
+	case "-W":
+		// compgen -W expands each word of the list: $(cmd) in it runs.
+		switch {
+		case cb.fed:
+			j.ctxBlock(base + " -W expands downloaded or decoded data")
+		case cb.hasHole():
+			j.unseen(base + " -W expands a word list the judge cannot see ($(cmd) in it would run)")
+		default:
+			j.textSubsts(cb.val)
+		}
+		if strings.ContainsAny(cb.val, "$`") || cb.hasHole() {
+			r.worse(Dangerous, base+" -W expands "+shown(cb.val))
 		}
 	}
 }
