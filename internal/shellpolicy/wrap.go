@@ -160,6 +160,9 @@ func (j *judge) wrapper(base string, argv []arg, ctx *callCtx, r *res) bool {
 	case "mapfile", "readarray", "compgen":
 		j.callbackWrapper(base, argv, r)
 		return false
+	case "hash":
+		j.hashWrapper(argv, ctx, r)
+		return false
 	case "script":
 		return j.scriptWrapper(argv, ctx, r)
 	case "xargs":
@@ -346,6 +349,53 @@ func (j *judge) trapWrapper(argv []arg, r *res) {
 	}
 	r.worse(Safe, "trap: the handler is judged")
 	r.quiet = true
+}
+
+// hashWrapper judges hash -p PATH NAME: from then on NAME runs PATH, with
+// whatever arguments the line gives it (hash -p /usr/bin/sudo ls; ls id
+// runs sudo). PATH is judged as a program run with arguments the judge
+// cannot see.
+func (j *judge) hashWrapper(argv []arg, ctx *callCtx, r *res) {
+	args := argv[1:]
+	for k := 0; k < len(args); k++ {
+		a := args[k]
+		if a.val == "--" || !strings.HasPrefix(a.val, "-") {
+			return
+		}
+		if a.hasHole() {
+			r.worse(Dangerous, "hash takes an option computed at run time: "+a.val)
+			j.runAnything()
+			continue
+		}
+		i := strings.IndexByte(a.val, 'p')
+		if i < 0 {
+			continue
+		}
+		p := arg{val: a.val[i+1:], pos: a.pos, fed: a.fed}
+		if p.val == "" {
+			if k+1 >= len(args) {
+				return
+			}
+			k++
+			p = args[k]
+		}
+		r.worse(Dangerous, "hash -p makes a name run "+shown(p.val))
+		j.runAnything()
+		if p.hasHole() {
+			return
+		}
+		prog := p.val[strings.LastIndexByte(p.val, '/')+1:]
+		inner := []arg{{val: prog, pos: p.pos}, {val: hole, pos: p.pos}}
+		var r2 res
+		if privileged[prog] || wrapperBlocked(prog) {
+			j.wrapper(prog, inner, ctx, &r2)
+		}
+		j.rules(prog, inner, ctx, &r2)
+		if r2.rule != "" {
+			r.block(r2.rule, r2.rpos, "hash -p makes a name run %s: %s", prog, r2.reason)
+		}
+		return
+	}
 }
 
 // callbackOpts are the options of mapfile/readarray and compgen that take
