@@ -174,6 +174,7 @@ func runShell(sh, line, dir, bin string) (oracleRun, error) {
 	case "bash":
 		prelude := filepath.Join(dir, "prelude")
 		cmd = exec.CommandContext(ctx, "/bin/bash", "--noprofile", "--norc", "-c", line)
+		cmd.Args[0] = "bash" // as warden's runner starts it: $0 is "bash"
 		env = append(env, "BASH_ENV="+prelude)
 	case "dash":
 		cmd = exec.CommandContext(ctx, "/bin/dash", "-c", killFn+"set -x\n"+line)
