@@ -271,3 +271,166 @@ func (j *judge) applyEffects(words []*syntax.Word, argv []arg, in stream) {
 		}
 	}
 }
+
+// numericClass judges the arithmetic contexts of one reading of a
+// command's words (numericCtx) and returns the class they give it.
+func (j *judge) numericClass(argv []arg) (Class, string) {
+	if len(argv) == 0 || argv[0].hasHole() {
+		return Safe, ""
+	}
+	save := j.ctx
+	j.ctx = ctxNote{}
+	defer func() { j.ctx = save }()
+	j.numericCtx(baseName(argv[0].val), argv[1:])
+	return j.ctx.class, j.ctx.why
+}
+
+// numericCtx judges the arguments bash evaluates as arithmetic where a
+// builtin takes a number: shift, return, exit, break, continue, wait,
+// kill, jobs, fg, bg, disown, history, ulimit, read -t/-n/-N/-u, the
+// operands of test and [ with -eq and the other integer comparisons, and
+// the arguments of printf's integer conversions and * widths. In such a
+// text a[$(cmd)] runs cmd (shift 'a[$(cmd)]' does).
+func (j *judge) numericCtx(base string, args []arg) {
+	if j.lang == syntax.LangPOSIX {
+		return
+	}
+	arith := func(a arg) {
+		if a.fed {
+			j.ctxBlock(base + " evaluates downloaded or decoded data as arithmetic")
+			return
+		}
+		j.arithText(strings.TrimPrefix(a.val, "%"), 0)
+	}
+	operands := func(withArg string) {
+		for k := 0; k < len(args); k++ {
+			a := args[k]
+			if a.val == "--" {
+				for _, b := range args[k+1:] {
+					arith(b)
+				}
+				return
+			}
+			if strings.HasPrefix(a.val, "-") && len(a.val) > 1 && !a.hasHole() {
+				for i := 1; i < len(a.val); i++ {
+					if strings.IndexByte(withArg, a.val[i]) < 0 {
+						continue
+					}
+					if rest := a.val[i+1:]; rest != "" {
+						arith(arg{val: rest, pos: a.pos, fed: a.fed})
+					} else if k+1 < len(args) {
+						k++
+						arith(args[k])
+					}
+					break
+				}
+				continue
+			}
+			arith(a)
+		}
+	}
+	switch base {
+	case "shift", "return", "exit", "break", "continue", "jobs", "fg", "bg", "disown", "history":
+		operands("d")
+	case "wait":
+		operands("p") // wait -p NAME: a name, judged where it is assigned
+	case "kill":
+		operands("n")
+	case "ulimit":
+		for _, a := range args {
+			if !strings.HasPrefix(a.val, "-") && a.val != "unlimited" && a.val != "soft" && a.val != "hard" {
+				arith(a)
+			}
+		}
+	case "read":
+		for k := 0; k < len(args); k++ {
+			a := args[k]
+			if !strings.HasPrefix(a.val, "-") || a.hasHole() {
+				continue
+			}
+			for i := 1; i < len(a.val); i++ {
+				c := a.val[i]
+				if strings.IndexByte("adip", c) >= 0 {
+					if i+1 == len(a.val) {
+						k++ // the argument is the next word, not a number
+					}
+					break
+				}
+				if strings.IndexByte("tnNu", c) < 0 {
+					continue
+				}
+				if rest := a.val[i+1:]; rest != "" {
+					arith(arg{val: rest, pos: a.pos, fed: a.fed})
+				} else if k+1 < len(args) {
+					k++
+					arith(args[k])
+				}
+				break
+			}
+		}
+	case "test", "[":
+		for k, a := range args {
+			switch a.val {
+			case "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
+				if k > 0 && k+1 < len(args) {
+					arith(args[k-1])
+					arith(args[k+1])
+				}
+			}
+		}
+	case "printf":
+		j.printfNumeric(args, arith)
+	}
+}
+
+// printfConv matches one conversion of a printf format.
+var printfConv = regexp.MustCompile(`%[-+ #0']*(\*|[0-9]+)?(\.(\*|[0-9]+))?(\([^)]*\))?[a-zA-Z%]`)
+
+// printfNumeric judges the arguments printf evaluates as arithmetic: those
+// of %d %i %o %u %x %X %c… (integer conversions), * widths and precisions,
+// and %(fmt)T. A format the judge cannot see makes every argument one.
+func (j *judge) printfNumeric(args []arg, arith func(arg)) {
+	if len(args) > 0 && strings.HasPrefix(args[0].val, "-v") {
+		if args[0].val == "-v" {
+			args = args[min(2, len(args)):]
+		} else {
+			args = args[1:]
+		}
+	}
+	if len(args) > 0 && args[0].val == "--" {
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		return
+	}
+	format, rest := args[0], args[1:]
+	if format.hasHole() {
+		for _, a := range rest {
+			arith(a)
+		}
+		return
+	}
+	var numeric []bool // per argument a conversion consumes, in order
+	for _, m := range printfConv.FindAllStringSubmatch(format.val, -1) {
+		c := m[0][len(m[0])-1]
+		if c == '%' {
+			continue
+		}
+		if m[1] == "*" {
+			numeric = append(numeric, true)
+		}
+		if m[3] == "*" {
+			numeric = append(numeric, true)
+		}
+		numeric = append(numeric, strings.IndexByte("diouxX", c) >= 0 || m[4] != "")
+	}
+	if len(numeric) == 0 {
+		return
+	}
+	// printf reuses the format while arguments remain.
+	for k, a := range rest {
+		if numeric[k%len(numeric)] {
+			arith(a)
+		}
+	}
+}
