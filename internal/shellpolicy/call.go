@@ -145,9 +145,6 @@ func (j *judge) call(c *syntax.CallExpr, s *syntax.Stmt, in stream) stream {
 		j.sc = before.clone()
 		j.run(argv)
 		r := j.judgeArgv(argv, ctx)
-		if cl, w := j.numericClass(argv); cl > Safe {
-			r.worse(cl, w)
-		}
 		if k == 0 || r.rule != "" && best.rule == "" || r.class > best.class && (best.rule == "") == (r.rule == "") {
 			best, bestArgv = r, argv
 		}
