@@ -255,7 +255,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		}
 	}
 	var cps engineCheckpointer
-	if a.checkpoints, cps = openCheckpoints(cfg, a.root, o.StateDir, a.log, a.closers.add); cps != nil {
+	if a.checkpoints, cps = openCheckpoints(cfg, a.root.Dir(), o.StateDir, a.log, a.closers.add); cps != nil {
 		a.engineOpts.Checkpoints = cps
 	}
 	if a.engine, err = engine.New(a.engineOpts); err != nil {

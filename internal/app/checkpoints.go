@@ -62,11 +62,11 @@ func checkpointRootOptions(cfg *config.Config) *workspace.Options {
 // interrupted. Checkpoints turned off in the configuration give nil. A
 // store that cannot be opened does not stop calls that only read: it
 // refuses, with its reason, each call that would need a checkpoint.
-func openCheckpoints(cfg *config.Config, root *workspace.Root, stateDir string, log *slog.Logger, closeWith func(func() error)) (*checkpoint.Store, engineCheckpointer) {
+func openCheckpoints(cfg *config.Config, dir, stateDir string, log *slog.Logger, closeWith func(func() error)) (*checkpoint.Store, engineCheckpointer) {
 	if !cfg.Checkpoints.Enabled {
 		return nil, nil
 	}
-	o, err := CheckpointOptions(cfg, root.Dir(), stateDir)
+	o, err := CheckpointOptions(cfg, dir, stateDir)
 	if errors.Is(err, ErrNoCheckpoints) {
 		log.Info("checkpoints are off", "why", err)
 		return nil, nil
@@ -74,7 +74,7 @@ func openCheckpoints(cfg *config.Config, root *workspace.Root, stateDir string, 
 	var s *checkpoint.Store
 	if err == nil {
 		var cr *workspace.Root
-		if cr, err = workspace.Open(root.Dir(), checkpointRootOptions(cfg)); err == nil {
+		if cr, err = workspace.Open(dir, checkpointRootOptions(cfg)); err == nil {
 			if s, err = checkpoint.Open(cr, o); err != nil {
 				cr.Close()
 			} else {
@@ -203,13 +203,7 @@ type lazyCheckpoints struct {
 
 func (l *lazyCheckpoints) Checkpoint(ctx context.Context, call checkpoint.Call) (*checkpoint.Checkpoint, error) {
 	l.once.Do(func() {
-		root, err := workspace.Open(l.dir, checkpointRootOptions(l.cfg))
-		if err != nil {
-			l.s = failedCheckpoints{err}
-			return
-		}
-		defer root.Close()
-		_, l.s = openCheckpoints(l.cfg, root, "", l.log, l.closers.add)
+		_, l.s = openCheckpoints(l.cfg, l.dir, "", l.log, l.closers.add)
 	})
 	if l.s == nil {
 		return nil, ErrNoCheckpoints

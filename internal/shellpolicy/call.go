@@ -320,17 +320,23 @@ func (j *judge) possibleNames(name arg, argv []arg, ctx *callCtx, r *res) {
 	for _, cand := range ruleNames() {
 		if compsMeet(g, parseComp(cand, true), true) {
 			inner := append([]arg{{val: cand, pos: name.pos}}, argv[1:]...)
-			var r2 res
-			if privileged[cand] || wrapperBlocked(cand) {
-				j.wrapper(cand, inner, ctx, &r2)
-			}
-			j.rules(cand, inner, ctx, &r2)
-			if r2.rule != "" {
+			if r2 := j.blockedAs(cand, inner, ctx); r2.rule != "" {
 				r.block(r2.rule, r2.rpos, "%s could be %s: %s", name.val, cand, r2.reason)
 				return
 			}
 		}
 	}
+}
+
+// blockedAs judges argv as program prog by the blocklist alone (its
+// wrapper rules and its own), for a name that may turn out to be prog.
+func (j *judge) blockedAs(prog string, argv []arg, ctx *callCtx) res {
+	var r res
+	if privileged[prog] || wrapperBlocked(prog) {
+		j.wrapper(prog, argv, ctx, &r)
+	}
+	j.rules(prog, argv, ctx, &r)
+	return r
 }
 
 // callAlias judges the expansion of an alias defined in the line. Bash

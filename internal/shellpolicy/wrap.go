@@ -386,12 +386,7 @@ func (j *judge) hashWrapper(argv []arg, ctx *callCtx, r *res) {
 		}
 		prog := p.val[strings.LastIndexByte(p.val, '/')+1:]
 		inner := []arg{{val: prog, pos: p.pos}, {val: hole, pos: p.pos}}
-		var r2 res
-		if privileged[prog] || wrapperBlocked(prog) {
-			j.wrapper(prog, inner, ctx, &r2)
-		}
-		j.rules(prog, inner, ctx, &r2)
-		if r2.rule != "" {
+		if r2 := j.blockedAs(prog, inner, ctx); r2.rule != "" {
 			r.block(r2.rule, r2.rpos, "hash -p makes a name run %s: %s", prog, r2.reason)
 		}
 		return
