@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,15 @@ func explainNet(cmd *cobra.Command, g *globalFlags, target string) error {
 	if err != nil {
 		return configErrors(cmd.ErrOrStderr(), err)
 	}
-	x, err := app.ExplainNet(cmd.Context(), cfg, target, net.DefaultResolver)
+	f := g.app(false, false)
+	dir, err := filepath.Abs(app.WorkspaceDir(f, cfg))
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	x, err := app.ExplainNet(cmd.Context(), cfg, dir, target, net.DefaultResolver)
 	if err != nil {
 		return err
 	}

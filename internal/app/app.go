@@ -20,6 +20,7 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/engine"
 	"github.com/wardenhq/warden/internal/policy"
+	"github.com/wardenhq/warden/internal/rules"
 	"github.com/wardenhq/warden/internal/sandbox"
 	"github.com/wardenhq/warden/internal/store"
 	"github.com/wardenhq/warden/internal/tools"
@@ -207,8 +208,14 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	a.closers.add(func() error { closeApprover(); return nil })
 	if je != nil {
 		// Before any jail starts (on the first call): unknown hosts are put
-		// to the same approver as every supervised call.
-		je.opts.Asker = &EgressAsker{Approver: approver, Agent: o.Agent}
+		// to the workspace's rules, then to the same approver as every
+		// supervised call. The engine is built last, before any call.
+		je.opts.Asker = &EgressAsker{Approver: approver, Agent: o.Agent, Rules: func(ws string) (*rules.Set, error) {
+			if filepath.Clean(ws) != a.root.Dir() {
+				return nil, nil
+			}
+			return a.engine.Rules(), nil
+		}}
 	}
 
 	reg := tools.Builtin(cfg)

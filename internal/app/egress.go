@@ -15,22 +15,31 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
 	egresspolicy "github.com/wardenhq/warden/internal/egress/policy"
+	"github.com/wardenhq/warden/internal/rules"
 	"github.com/wardenhq/warden/internal/sandbox"
 )
 
 // EgressTool is the name a per-host network approval carries in the store,
 // on the page and in the channels: a connection a jailed command opens (the
 // network group), not a tool a model calls.
-const EgressTool = "network_connect"
+const EgressTool = rules.NetworkTool
 
 // EgressAsker puts the egress proxy's questions (unknown = "ask") to a
 // person through the approval broker: each is a request bound to the host
 // and port only, so a grant for a host ("approve for N minutes") admits
 // its next connections without asking again, whatever command opens them;
 // the command is shown in the request's summary.
+//
+// Before a person is asked, the [[rules]] for EgressTool in force in the
+// connection's workspace decide (host = "name:port", as "always" writes
+// them): allow admits the connection as a person's approval would (public
+// addresses only), deny refuses it, ask or no rule asks.
 type EgressAsker struct {
 	Approver approval.Approver
 	Agent    string
+	// Rules returns the rules in force in a workspace, read again when they
+	// change; nil, or a nil set: no rules.
+	Rules func(workspace string) (*rules.Set, error)
 }
 
 // Ask implements egress.Asker.
@@ -43,6 +52,9 @@ func (a *EgressAsker) Ask(ctx context.Context, q egress.Question) (egress.Answer
 		return egress.Answer{}, err
 	}
 	hostPort := net.JoinHostPort(q.Host, strconv.Itoa(q.Port))
+	if ans, ok := a.byRule(q, args); ok {
+		return ans, nil
+	}
 	risk := "a jailed command opens a connection to " + hostPort
 	if q.Command != "" {
 		risk += "\ncommand: " + q.Command
@@ -60,6 +72,31 @@ func (a *EgressAsker) Ask(ctx context.Context, q egress.Question) (egress.Answer
 		_ = a.Approver.Executed(ctx, out.ID, true, "connection to "+hostPort+" admitted")
 	}
 	return egress.Answer{Allow: out.Approved, By: out.By, Reason: out.Reason}, nil
+}
+
+// byRule is the answer of the workspace's rules for EgressTool, when one
+// decides: allow or deny.
+func (a *EgressAsker) byRule(q egress.Question, args json.RawMessage) (egress.Answer, bool) {
+	if a.Rules == nil || q.Workspace == "" {
+		return egress.Answer{}, false
+	}
+	set, err := a.Rules(q.Workspace)
+	if err != nil || set == nil || set.Len() == 0 {
+		// Rules that do not load decide nothing: a person is asked.
+		return egress.Answer{}, false
+	}
+	target, err := rules.NetworkTarget(args)
+	if err != nil {
+		return egress.Answer{}, false
+	}
+	res := set.Decide(rules.Call{Tool: EgressTool, Host: target})
+	switch res.Decision {
+	case rules.Allow:
+		return egress.Answer{Allow: true, By: "rules:" + res.Rule.Name()}, true
+	case rules.Deny:
+		return egress.Answer{By: "rules:" + res.Rule.Name(), Reason: "refused by " + res.Why}, true
+	}
+	return egress.Answer{}, false
 }
 
 // NetExplanation is what `warden explain --net` says about a destination.
@@ -80,9 +117,11 @@ type NetExplanation struct {
 }
 
 // ExplainNet says what the egress policy of cfg does with "HOST[:PORT]"
-// (port 443 when absent) and why. It resolves the name with r only when
-// the policy admits it (r nil: no lookup).
-func ExplainNet(ctx context.Context, cfg *config.Config, hostPort string, r egress.Resolver) (*NetExplanation, error) {
+// (port 443 when absent) in workspace dir and why: [sandbox.egress] first,
+// then, for a host it leaves to a person, the workspace's connection rules.
+// It resolves the name with r only when the policy admits it (r nil: no
+// lookup).
+func ExplainNet(ctx context.Context, cfg *config.Config, dir, hostPort string, r egress.Resolver) (*NetExplanation, error) {
 	t, err := parseNetTarget(hostPort)
 	if err != nil {
 		return nil, &UsageError{Err: err}
@@ -111,6 +150,21 @@ func ExplainNet(ctx context.Context, cfg *config.Config, hostPort string, r egre
 	}
 	d := pol.Decide(t)
 	x.Decision, x.Rule, x.Why = d.Verdict.String(), d.Rule, d.Why
+	var byRule string
+	if d.Verdict == egresspolicy.Ask {
+		set, err := config.RuleSet(cfg, dir)
+		if err != nil {
+			return nil, err
+		}
+		res := set.Decide(rules.Call{Tool: EgressTool, Host: t.String()})
+		if res.Decision == rules.Allow || res.Decision == rules.Deny {
+			x.Decision, x.Rule, x.Why = res.Decision.String(), "rules:"+res.Rule.Name(), res.Why
+			byRule = fmt.Sprintf("rules: %s (%s) decides instead of a person", res.Rule, res.Rule.Name())
+			if res.Decision == rules.Allow {
+				byRule += "; as a person's approval, it admits public addresses only"
+			}
+		}
+	}
 	var addrs []netip.Addr
 	if d.Verdict != egresspolicy.Deny && r != nil && !t.Host.IsIP() {
 		ips, err := r.LookupNetIP(ctx, "ip", t.Host.Name)
@@ -120,6 +174,9 @@ func ExplainNet(ctx context.Context, cfg *config.Config, hostPort string, r egre
 		addrs = ips
 	}
 	x.Lines = append(x.Lines, pol.Explain(t, addrs...)...)
+	if byRule != "" {
+		x.Lines = append(x.Lines, byRule)
+	}
 	for _, ip := range addrs {
 		x.Addresses = append(x.Addresses, ip.Unmap().String())
 	}
@@ -188,7 +245,15 @@ func ExecEgress(ctx context.Context, f Flags, log *slog.Logger) (*sandbox.Egress
 		return nil, nil, err
 	}
 	je := newJailEgress(st, log)
-	je.opts.Asker = &EgressAsker{Approver: approver}
+	je.opts.Asker = &EgressAsker{Approver: approver, Rules: func(ws string) (*rules.Set, error) {
+		// Read again at each question: an "always" answered at the first
+		// one holds for the next.
+		cfg, err := LoadConfig(f, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return nil, err
+		}
+		return config.RuleSet(cfg, ws)
+	}}
 	return je.opts, func() {
 		je.audit.Close()
 		closeApprover()

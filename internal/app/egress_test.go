@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +17,8 @@ import (
 	"github.com/wardenhq/warden/internal/audit"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/egress"
+	"github.com/wardenhq/warden/internal/rulefile"
+	"github.com/wardenhq/warden/internal/rules"
 	"github.com/wardenhq/warden/internal/store"
 )
 
@@ -99,6 +104,11 @@ func TestExplainNet(t *testing.T) {
 	cfg.Sandbox = &config.Sandbox{NetworkMode: config.NetworkAllowlist, Egress: config.Egress{
 		Allow: []string{"*.pypi.org", "localhost:5432"}, Deny: []string{"evil.pypi.org"}, Unknown: "ask",
 		Secrets: []config.EgressSecret{{Env: "PYPI_TOKEN", Hosts: []string{"upload.pypi.org"}}}}}
+	cfg.Rules = []config.Rule{
+		{Tool: EgressTool, Host: "registry.example:443", Decision: "allow", Workspace: "/w", ID: "r1"},
+		{Tool: EgressTool, Host: "registry.example:443", Decision: "deny", Workspace: "/other", ID: "r2"},
+		{Tool: EgressTool, Host: "evil.pypi.org", Decision: "allow", ID: "r3"}, // the policy's deny comes first
+	}
 	names := egress.StaticResolver{"files.pypi.org": {netip.MustParseAddr("151.101.0.223"), netip.MustParseAddr("10.0.0.7")},
 		"localhost": {netip.MustParseAddr("127.0.0.1")}, "upload.pypi.org": {netip.MustParseAddr("151.101.0.224")}}
 	for _, c := range []struct {
@@ -112,8 +122,10 @@ func TestExplainNet(t *testing.T) {
 		{"example.com:22", "ask", []string{"ask a person"}},
 		{"upload.pypi.org", "allow", []string{"PYPI_TOKEN"}},
 		{"[::1]", "deny", []string{"[::1]:443", "loopback"}},
+		{"registry.example", "allow", []string{"ask a person", "rules: allow network_connect host registry.example:443 (r1) decides instead of a person"}},
+		{"registry.example:80", "ask", []string{"ask a person"}},
 	} {
-		x, err := ExplainNet(context.Background(), cfg, c.in, names)
+		x, err := ExplainNet(context.Background(), cfg, "/w", c.in, names)
 		if err != nil {
 			t.Fatalf("%s: %v", c.in, err)
 		}
@@ -128,7 +140,7 @@ func TestExplainNet(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"evil.com\x00.ok", "a b", "2130706433", "host:99999"} {
-		if _, err := ExplainNet(context.Background(), cfg, bad, nil); err == nil {
+		if _, err := ExplainNet(context.Background(), cfg, "/w", bad, nil); err == nil {
 			t.Errorf("ExplainNet(%q) accepted it", bad)
 		}
 	}
@@ -167,5 +179,105 @@ func TestEgressAudit(t *testing.T) {
 	}
 	if r := sink.recs[2]; r.Decision != audit.DecisionAllow || r.Success || r.Error != "could not connect" {
 		t.Errorf("failed: %+v", r)
+	}
+}
+
+// "Always" for a host a jailed command connects to writes a connection
+// rule for that host and port into the user config, scoped to the
+// workspace; the next connection there is admitted by the rule without a
+// person, and nothing wider is: another port, a subdomain, another
+// workspace are still asked. A deny rule refuses without asking.
+func TestEgressAlways(t *testing.T) {
+	st := approvaltest.Store(t)
+	path := filepath.Join(t.TempDir(), "config.toml")
+	b := approvaltest.Broker(t, st, func(o *approval.Options) { o.Rules = rulefile.User{Path: path} })
+	a := &EgressAsker{Approver: b, Rules: func(ws string) (*rules.Set, error) {
+		rs, err := config.FileRules(path)
+		if err != nil {
+			return nil, err
+		}
+		return config.RuleSet(&config.Config{Rules: rs}, ws)
+	}}
+	q := egress.Question{Host: "registry.example", Port: 443, Workspace: "/w", Session: "s1"}
+	ask := func(q egress.Question) chan egress.Answer {
+		ch := make(chan egress.Answer, 1)
+		go func() {
+			ans, err := a.Ask(context.Background(), q)
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- ans
+		}()
+		return ch
+	}
+	wait := func(ch chan egress.Answer) egress.Answer {
+		t.Helper()
+		select {
+		case ans := <-ch:
+			return ans
+		case <-time.After(5 * time.Second):
+			t.Fatal("the connection is still waiting for a person")
+			return egress.Answer{}
+		}
+	}
+	// decide answers the one pending question.
+	decide := func(always bool) string {
+		t.Helper()
+		id := approvaltest.PendingID(t, st)
+		var err error
+		if always {
+			_, _, err = b.ApproveAlways(context.Background(), id, "alice", "", nil)
+		} else {
+			_, err = b.Decide(context.Background(), id, "alice", false, "no")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+
+	ch := ask(q)
+	id := decide(true)
+	if ans := <-ch; !ans.Allow || ans.By != "alice" {
+		t.Fatalf("the first connection: %+v", ans)
+	}
+	written, err := config.FileRules(path)
+	if err != nil || len(written) != 1 {
+		t.Fatalf("written: %+v %v", written, err)
+	}
+	if r := written[0]; r.Tool != EgressTool || r.Host != "registry.example:443" || r.Workspace != "/w" || r.Decision != "allow" || r.RequestID != id {
+		t.Fatalf("written rule %+v", r)
+	}
+
+	// The same host and port: the rule admits it, nobody is asked.
+	if ans := wait(ask(q)); !ans.Allow || ans.By != "rules:"+written[0].ID {
+		t.Fatalf("the second connection: %+v", ans)
+	}
+	if l, _ := st.List(context.Background(), store.Filter{State: store.Pending}); len(l) != 0 {
+		t.Fatalf("a person was asked again: %+v", l[0])
+	}
+
+	// Nothing wider than the host and port approved.
+	for _, other := range []egress.Question{
+		{Host: "registry.example", Port: 80, Workspace: "/w"},
+		{Host: "x.registry.example", Port: 443, Workspace: "/w"},
+		{Host: "registry.example", Port: 443, Workspace: "/other"},
+	} {
+		ch := ask(other)
+		decide(false)
+		if ans := <-ch; ans.Allow || ans.By != "alice" {
+			t.Errorf("%+v was not put to a person: %+v", other, ans)
+		}
+	}
+
+	// A deny rule the user wrote refuses without asking.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "\n[[rules]]\ntool = %q\nhost = \"*.evil.example\"\ndecision = \"deny\"\n", EgressTool)
+	f.Close()
+	if ans := wait(ask(egress.Question{Host: "x.evil.example", Port: 443, Workspace: "/w"})); ans.Allow || !strings.HasPrefix(ans.By, "rules:") || !strings.Contains(ans.Reason, "evil.example") {
+		t.Errorf("denied by rule: %+v", ans)
 	}
 }

@@ -117,6 +117,11 @@ func checkAlways(a *store.Approval, rs []config.Rule, paths []string) error {
 	if u, err := urlHost(args.URL); err == nil {
 		c.Host = u
 	}
+	if a.Tool == rules.NetworkTool {
+		if t, err := rules.NetworkTarget(a.Args); err == nil {
+			c.Host = t
+		}
+	}
 	if res := set.Decide(c); res.Decision != rules.Allow {
 		return fmt.Errorf("the rules do not allow the call they are written for (%s)", res.Why)
 	}

@@ -78,7 +78,7 @@ func (l *layer) validateRules() {
 		r := &l.cfg.Rules[i]
 		e := idx("rules", i)
 		r.File, r.Line = l.file, l.at(e).line
-		if l.has(e + ".tool") {
+		if l.has(e+".tool") && r.Tool != rules.NetworkTool {
 			if n, ok := NormalizeTool(r.Tool); !ok {
 				l.bad(e+".tool", r.Tool, "unknown tool")
 				continue

@@ -84,6 +84,30 @@ decision = "maybe"
 tool = "rm_rf"
 decision = "deny"
 `, "", []string{`3: rules[0].tool = "rm_rf": unknown tool`}},
+		{"connection rules", `
+[[rules]]
+tool = "network_connect"
+host = "registry.example:443"
+decision = "allow"
+match = ["registry.example:443"]
+not_match = ["registry.example:80", "x.registry.example:443"]
+
+[[rules]]
+tool = "network_connect"
+host = "*.evil.example"
+decision = "deny"
+`, "", nil},
+		{"a connection rule for every host", `
+[[rules]]
+tool = "network_connect"
+decision = "allow"
+`, "", []string{`2: rules[0]: an allow rule for every host is network = "host"; write host = "name:port" instead`}},
+		{"a connection rule's host", `
+[[rules]]
+tool = "network_connect"
+host = "127.1:443"
+decision = "allow"
+`, "", []string{`2: rules[0]: host "127.1:443": not a dotted-quad IPv4 address, and a name ending in a numeric label is an address to some parsers (decimal, octal, hex and short forms are refused)`}},
 		{"unknown key", `
 [[rules]]
 command = ["npm"]

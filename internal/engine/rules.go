@@ -79,7 +79,7 @@ func (e *Engine) applyRules(t *tools.Tool, args json.RawMessage, facts tools.Fac
 	if res.Rule == nil {
 		return d, false
 	}
-	rule := "rules:" + ruleName(res.Rule)
+	rule := "rules:" + res.Rule.Name()
 	switch res.Decision {
 	case rules.Deny:
 		return policy.Decision{Action: policy.Deny, Rule: rule, Reason: res.Why}, true
@@ -93,18 +93,6 @@ func (e *Engine) applyRules(t *tools.Tool, args json.RawMessage, facts tools.Fac
 		}
 	}
 	return d, false
-}
-
-// ruleName names a rule in audit records and refusals: its id, else where
-// it is written.
-func ruleName(r *rules.Rule) string {
-	if r.ID != "" {
-		return r.ID
-	}
-	if r.Source != "" {
-		return r.Source
-	}
-	return r.String()
 }
 
 // compileRules compiles the rules that hold in the engine's workspace.
@@ -136,6 +124,11 @@ func stampOf(path string) fileStamp {
 	}
 	return s
 }
+
+// Rules returns the [[rules]] in force in the engine's workspace, as the
+// next call would see them: the egress proxy's questions about hosts are
+// decided by its host rules for NetworkTool before a person is asked.
+func (e *Engine) Rules() *rules.Set { return e.currentRules() }
 
 // currentRules returns the rules in force, reading RulesFile's again when
 // it changed since: a rule a person wrote by answering "always" (here or

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	egresspolicy "github.com/wardenhq/warden/internal/egress/policy"
 )
 
 // ErrNoNarrowRule means no rule can cover a call without covering more
@@ -20,7 +22,8 @@ var fileTools = map[string]bool{"write_file": true, "edit_file": true, "delete_f
 // Narrowest returns the allow rules that cover exactly this call and as
 // little else as the rules can say: for a command line one exact rule per
 // simple command (a plain line only); for a file tool its path, literally;
-// for http_request its host; for any other tool the tool. paths are the
+// for http_request its host; for a connection (NetworkTool) its host and
+// port; for any other tool the tool. paths are the
 // workspace-relative paths the call changes (apply_patch's files).
 func Narrowest(tool string, args json.RawMessage, paths []string) ([]Spec, error) {
 	var a struct {
@@ -30,6 +33,12 @@ func Narrowest(tool string, args json.RawMessage, paths []string) ([]Spec, error
 	}
 	_ = json.Unmarshal(args, &a)
 	switch {
+	case tool == NetworkTool:
+		t, err := NetworkTarget(args)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNoNarrowRule, err)
+		}
+		return []Spec{{Tool: tool, Host: t, Decision: Allow}}, nil
 	case tool == CommandTool:
 		argvs, err := Plain(a.Command)
 		if err != nil {
@@ -70,6 +79,31 @@ func Narrowest(tool string, args json.RawMessage, paths []string) ([]Spec, error
 		return out, nil
 	}
 	return []Spec{{Tool: tool, Decision: Allow}}, nil
+}
+
+// NetworkTarget returns the canonical "host:port" of a NetworkTool
+// request's arguments ({"host": …, "port": …}), the text its host rules
+// match.
+func NetworkTarget(args json.RawMessage) (string, error) {
+	var a struct {
+		Host string `json:"host"`
+		Port int    `json:"port"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", fmt.Errorf("a connection's arguments: %w", err)
+	}
+	if a.Port < 1 || a.Port > 65535 {
+		return "", fmt.Errorf("a connection's port %d is not 1-65535", a.Port)
+	}
+	host := a.Host
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]" // the proxy names an IPv6 address bare
+	}
+	h, err := egresspolicy.ParseHost(host)
+	if err != nil {
+		return "", err
+	}
+	return egresspolicy.Target{Host: h, Port: uint16(a.Port)}.String(), nil
 }
 
 // EscapeGlob quotes the pattern characters of a literal path so that a

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	egresspolicy "github.com/wardenhq/warden/internal/egress/policy"
 )
 
 // Decision is what a rule decides, from loosest to strictest.
@@ -48,6 +50,12 @@ func ParseDecision(s string) (Decision, error) {
 // CommandTool is the tool command rules apply to.
 const CommandTool = "run_command"
 
+// NetworkTool names a connection a jailed command opens under network =
+// "allowlist" to a host [sandbox.egress] leaves to a person: not a tool a
+// model calls, but a request of the network group that host rules decide
+// (host = "registry.example.com:443").
+const NetworkTool = "network_connect"
+
 // Spec is one rule as configured. Tool names are canonical (the config
 // loader resolves aliases).
 type Spec struct {
@@ -57,11 +65,13 @@ type Spec struct {
 	// Exact makes a command rule match only an argv of exactly its words.
 	Exact bool
 	// Tool names the tool; with Path it is a file tool, with Host
-	// http_request (the default for a host rule).
+	// http_request (the default for a host rule) or NetworkTool.
 	Tool string
 	// Path is a doublestar pattern over workspace-relative slash paths.
 	Path string
-	// Host is a host name, or "*." and a domain for its subdomains.
+	// Host is a host name, or "*." and a domain for its subdomains; for
+	// NetworkTool an egress entry ("github.com:443", "*.pypi.org",
+	// "10.0.0.0/8"), read as [sandbox.egress] reads its allow list.
 	Host     string
 	Decision Decision
 	// Source says where the rule is written ("/home/u/.config/warden/config.toml:12"),
@@ -74,6 +84,8 @@ type Spec struct {
 type Rule struct {
 	Spec
 	words []word
+	// dest is a NetworkTool host rule's destination pattern.
+	dest *egresspolicy.Rule
 }
 
 // word is one word of a command rule: literal text, optionally a prefix
@@ -137,7 +149,7 @@ func Compile(s Spec) (*Rule, error) {
 		if s.Tool == "" {
 			return nil, errors.New("a path rule names its tool (write_file, edit_file, …)")
 		}
-		if s.Tool == CommandTool || s.Tool == "http_request" {
+		if s.Tool == CommandTool || s.Tool == "http_request" || s.Tool == NetworkTool {
 			return nil, fmt.Errorf("%s takes no path rule", s.Tool)
 		}
 		if strings.HasPrefix(s.Path, "/") || !doublestar.ValidatePattern(s.Path) {
@@ -146,6 +158,12 @@ func Compile(s Spec) (*Rule, error) {
 		if c := path.Clean(s.Path); c != s.Path || c == ".." || strings.HasPrefix(c, "../") {
 			return nil, fmt.Errorf("path %q must be clean and inside the workspace (write %q)", s.Path, c)
 		}
+	case s.Host != "" && s.Tool == NetworkTool:
+		d, err := egresspolicy.ParseRule(s.Host)
+		if err != nil {
+			return nil, fmt.Errorf("host %v", err)
+		}
+		r.dest = &d
 	case s.Host != "":
 		if s.Tool == "" {
 			r.Tool = "http_request"
@@ -163,6 +181,9 @@ func Compile(s Spec) (*Rule, error) {
 		}
 		if s.Tool == CommandTool && s.Decision == Allow {
 			return nil, errors.New("an allow rule for every command is yolo for run_command; write command = [...] words instead")
+		}
+		if s.Tool == NetworkTool && s.Decision == Allow {
+			return nil, errors.New(`an allow rule for every host is network = "host"; write host = "name:port" instead`)
 		}
 	}
 	return r, nil
@@ -212,8 +233,13 @@ func (r *Rule) matchAnywhere(argv []string) bool {
 	return false
 }
 
-// matchHost reports whether the host rule matches host.
+// matchHost reports whether the host rule matches host: for NetworkTool
+// a canonical "host:port" target, which must parse as one.
 func (r *Rule) matchHost(host string) bool {
+	if r.dest != nil {
+		t, err := egresspolicy.ParseTarget(host)
+		return err == nil && r.dest.Match(t)
+	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if host == "" {
 		return false
@@ -243,6 +269,18 @@ func (r *Rule) matchPaths(paths []string) bool {
 		}
 	}
 	return true
+}
+
+// Name names the rule in audit records and refusals: its id, else where it
+// is written, else the rule itself.
+func (r *Rule) Name() string {
+	if r.ID != "" {
+		return r.ID
+	}
+	if r.Source != "" {
+		return r.Source
+	}
+	return r.String()
 }
 
 // String renders the rule for a person.

@@ -181,6 +181,53 @@ func TestToolRules(t *testing.T) {
 	}
 }
 
+// Host rules for connections a jailed command opens read their host as
+// [sandbox.egress] reads an entry: one canonical spelling, the port when
+// written, names and addresses kept apart.
+func TestNetworkRules(t *testing.T) {
+	t.Parallel()
+	set := mustSet(t,
+		Spec{Tool: NetworkTool, Host: "registry.example:443", Decision: Allow},
+		Spec{Tool: NetworkTool, Host: "*.pypi.example", Decision: Allow},
+		Spec{Tool: NetworkTool, Host: "evil.pypi.example", Decision: Deny},
+		Spec{Tool: NetworkTool, Host: "10.0.0.0/8:5432", Decision: Ask},
+		Spec{Tool: NetworkTool, Host: "[2001:db8::1]:443", Decision: Allow},
+		Spec{Host: "web.example", Decision: Allow}, // http_request's, not a connection's
+	)
+	for _, tt := range []struct {
+		host string
+		want Decision
+	}{
+		{"registry.example:443", Allow},
+		{"registry.example:80", None},
+		{"registry.example.:443", Allow}, // the same destination, canonically
+		{"REGISTRY.example:443", Allow},
+		{"registry.example:0443", None},
+		{"registry.example", None},
+		{"x.registry.example:443", None},
+		{"registry.example.evil.io:443", None},
+		{"registry.example%00.evil.io:443", None},
+		{"files.pypi.example:443", Allow},
+		{"a.b.pypi.example:80", Allow},
+		{"pypi.example:443", None},
+		{"evil.pypi.example:443", Deny},
+		{"10.1.2.3:5432", Ask},
+		{"10.1.2.3:5433", None},
+		{"[2001:db8::1]:443", Allow},
+		{"[2001:db8::2]:443", None},
+		{"web.example:443", None},
+		{"", None},
+	} {
+		if got := set.Decide(Call{Tool: NetworkTool, Host: tt.host}); got.Decision != tt.want {
+			t.Errorf("%q: got %s (%s), want %s", tt.host, got.Decision, got.Why, tt.want)
+		}
+	}
+	// A connection rule never decides http_request, nor the reverse.
+	if got := set.Decide(Call{Tool: "http_request", Host: "registry.example"}); got.Decision != None {
+		t.Errorf("http_request got %s from a connection rule", got.Decision)
+	}
+}
+
 func TestCompileErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -205,6 +252,12 @@ func TestCompileErrors(t *testing.T) {
 		{Spec{Host: "evil.com/x", Decision: Allow}, "host name"},
 		{Spec{Host: "x.org", Tool: "write_file", Decision: Allow}, "applies to http_request"},
 		{Spec{Tool: "run_command", Decision: Allow}, "yolo"},
+		{Spec{Tool: NetworkTool, Decision: Allow}, `network = "host"`},
+		{Spec{Tool: NetworkTool, Host: "*", Decision: Allow}, "host"},
+		{Spec{Tool: NetworkTool, Host: "evil\x00.com", Decision: Allow}, "host"},
+		{Spec{Tool: NetworkTool, Host: "127.1", Decision: Allow}, "host"},
+		{Spec{Tool: NetworkTool, Host: "x.org:99999", Decision: Allow}, "host"},
+		{Spec{Tool: NetworkTool, Path: "x", Decision: Allow}, "takes no path rule"},
 		{Spec{Decision: Allow}, "needs command"},
 		{Spec{Tool: "write_file", Exact: true, Decision: Allow}, "exact"},
 	}
@@ -290,6 +343,13 @@ func TestNarrowest(t *testing.T) {
 		{"apply_patch", `{"patch":"..."}`, []string{"a.go", "b/c.go"}, []string{"allow apply_patch path a.go", "allow apply_patch path b/c.go"}, false},
 		{"http_request", `{"url":"https://API.example.com/x?y"}`, nil, []string{"allow http_request host api.example.com"}, false},
 		{"mcp__gh__issue", `{}`, nil, []string{"allow tool mcp__gh__issue"}, false},
+		{NetworkTool, `{"host":"registry.example","port":443}`, nil, []string{"allow network_connect host registry.example:443"}, false},
+		{NetworkTool, `{"host":"2001:db8::1","port":443}`, nil, []string{"allow network_connect host [2001:db8::1]:443"}, false},
+		{NetworkTool, `{"host":"Registry.Example.","port":443}`, nil, []string{"allow network_connect host registry.example:443"}, false},
+		{NetworkTool, `{"host":"[2001:db8::1]","port":443}`, nil, []string{"allow network_connect host [2001:db8::1]:443"}, false},
+		{NetworkTool, `{"host":"127.1","port":443}`, nil, nil, true},
+		{NetworkTool, `{"host":"registry.example","port":0}`, nil, nil, true},
+		{NetworkTool, `{"host":"*.example","port":443}`, nil, nil, true},
 	} {
 		specs, err := Narrowest(tt.tool, []byte(tt.args), tt.paths)
 		if (err != nil) != tt.err {

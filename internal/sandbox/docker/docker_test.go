@@ -206,7 +206,9 @@ func TestDocker(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := strings.Fields(ids); !cmp.Equal(got, []string{live}) {
-			t.Errorf("created containers after start: %v, want only the live warden's %s", got, live)
+			owners, _ := d.run(30*time.Second, "ps", "-a", "--no-trunc", "--filter", "label="+docker.LabelWorkspace+"="+dir,
+				"--format", `{{.ID}} {{.Status}} {{.Label "`+docker.LabelOwner+`"}}`)
+			t.Errorf("created containers after start: %v, want only the live warden's %s (this process: %s)\n%s", got, live, self, owners)
 		}
 	})
 }
