@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -38,7 +39,17 @@ func SandboxOptions(f Flags, log *slog.Logger) (*sandbox.Options, error) {
 	if !sandbox.Enabled(cfg.Sandbox) {
 		return nil, nil
 	}
-	return JailOptions(cfg, WorkspaceDir(f, cfg), log), nil
+	// The workspace as the engine and the rules name it: absolute, links
+	// resolved (a person approving one of its connections sees where it
+	// is, and "always" scopes its rule to it).
+	dir, err := filepath.Abs(WorkspaceDir(f, cfg))
+	if err != nil {
+		return nil, err
+	}
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return JailOptions(cfg, dir, log), nil
 }
 
 // jailSpawner returns how stdio MCP servers of a sandboxed workspace
