@@ -68,8 +68,8 @@ func (b *Broker) approveWithGrant(ctx context.Context, id, supervisor, reason st
 	var a *store.Approval
 	var g *store.Grant
 	if scoped {
-		if fileChange[cur.Tool] {
-			return nil, nil, fmt.Errorf("%s changes files; it can be granted for its session only: %w", cur.Tool, store.ErrGrantScope)
+		if !WorkspaceGrantable(cur) {
+			return nil, nil, fmt.Errorf("%s changes files or names no workspace; it can be granted for its session only: %w", cur.Tool, store.ErrGrantScope)
 		}
 		a, g, err = b.o.Store.DecideWithScopedGrant(ctx, id, t, NewID(), d, ScopeHash(cur.Tool, cur.Args, cur.Workspace, cur.Agent), rec)
 	} else {
@@ -137,6 +137,13 @@ func (b *Broker) checkSupervisor(supervisor string) error {
 		return fmt.Errorf("%q: %w (configured: %v)", supervisor, ErrNotSupervisor, b.o.Supervisors)
 	}
 	return nil
+}
+
+// WorkspaceGrantable reports whether request a can be granted for every
+// session of its agent in its workspace (ApproveWithScopedGrant): not a
+// call that changes files, and one that names its workspace.
+func WorkspaceGrantable(a *store.Approval) bool {
+	return !fileChange[a.Tool] && a.Workspace != ""
 }
 
 // ScopeHash binds a call to its workspace and agent rather than its

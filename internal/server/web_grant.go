@@ -74,10 +74,21 @@ func (w *web) grant(rw http.ResponseWriter, r *http.Request, s *webSession) {
 		w.answer(rw, r, s, next, http.StatusBadRequest, "error", "A grant needs a number of minutes (1 or more).")
 		return
 	}
-	a, g, err := w.s.b.ApproveWithGrant(r.Context(), id, s.supervisor, r.PostFormValue("reason"), time.Duration(mins)*time.Minute)
+	grant, scope := w.s.b.ApproveWithGrant, r.PostFormValue("scope")
+	switch scope {
+	case "", "session":
+	case "workspace":
+		grant = w.s.b.ApproveWithScopedGrant
+	default:
+		w.answer(rw, r, s, next, http.StatusBadRequest, "error", "A grant holds in this session or in every session of the agent in this workspace.")
+		return
+	}
+	a, g, err := grant(r.Context(), id, s.supervisor, r.PostFormValue("reason"), time.Duration(mins)*time.Minute)
 	if err != nil {
 		code, msg := decisionError(id, err)
 		switch {
+		case errors.Is(err, store.ErrGrantScope) && scope == "workspace":
+			code, msg = http.StatusBadRequest, "This request changes files (or names no workspace), so it can be granted in its session only."
 		case errors.Is(err, store.ErrGrantScope):
 			code, msg = http.StatusBadRequest, "This request has no session, so it cannot be granted: approve it alone."
 		case errors.Is(err, approval.ErrGrantDuration):
@@ -87,8 +98,16 @@ func (w *web) grant(rw http.ResponseWriter, r *http.Request, s *webSession) {
 		return
 	}
 	w.s.hub.poke()
-	w.answer(rw, r, s, next, http.StatusOK, "ok", fmt.Sprintf("Approved request %s (%s) and allowed the same call in session %s until %s.",
-		shortID(a.ID), a.Tool, a.Session, fmtTime(g.ExpiresAt)))
+	where := "in session " + a.Session
+	if g.Scope() == store.ScopeWorkspaceAgent {
+		agent := a.Agent
+		if agent == "" {
+			agent = "(default)"
+		}
+		where = fmt.Sprintf("in every session of agent %s in %s", agent, a.Workspace)
+	}
+	w.answer(rw, r, s, next, http.StatusOK, "ok", fmt.Sprintf("Approved request %s (%s) and allowed the same call %s until %s.",
+		shortID(a.ID), a.Tool, where, fmtTime(g.ExpiresAt)))
 }
 
 func (w *web) revoke(rw http.ResponseWriter, r *http.Request, s *webSession) {

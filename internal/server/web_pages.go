@@ -85,6 +85,9 @@ type cardView struct {
 	ExpiresMS int64
 	Next      string
 	Grants    bool
+	// WorkspaceGrant: the request can be granted for every session of its
+	// agent in its workspace (it changes no files and names a workspace).
+	WorkspaceGrant bool
 	// Always is the lasting rule "always" would write (nil: none fits).
 	Always *alwaysView
 }
@@ -95,7 +98,7 @@ type cardView struct {
 func (w *web) cardOf(a *store.Approval, next string) cardView {
 	now := w.now()
 	v := cardView{A: a, Args: prettyArgs(a.Args), Risk: riskLines(a.Risk), Next: next,
-		ExpiresMS: a.ExpiresAt.UnixMilli(), Grants: grantsEnabled}
+		ExpiresMS: a.ExpiresAt.UnixMilli(), Grants: grantsEnabled, WorkspaceGrant: approval.WorkspaceGrantable(a)}
 	v.Pending = a.State == store.Pending && now.Before(a.ExpiresAt)
 	v.Expired = a.State == store.Pending && !v.Pending
 	if v.Pending {

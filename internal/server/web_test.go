@@ -754,3 +754,62 @@ func TestWebTLSCookie(t *testing.T) {
 		t.Errorf("request %s by %q", a.State, a.DecidedBy)
 	}
 }
+
+// The page's grant form offers a grant for every session of the agent in
+// the workspace when the request can have one, and the server grants what
+// was chosen: a workspace grant where the request changes files, or a
+// scope it does not know, is refused, never widened or narrowed silently.
+func TestWebWorkspaceGrant(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	alice := newBrowser(t, f)
+	csrf := alice.signIn(aliceTok)
+	hdr := map[string]string{csrfHeader: csrf}
+	newReq := func(tool, args string) string {
+		t.Helper()
+		id, now := approval.NewID(), time.Now()
+		a := &store.Approval{ID: id, Tool: tool, Args: json.RawMessage(args), ArgsHash: approval.BindingHash(tool, json.RawMessage(args), "/w", "s1"),
+			Workspace: "/w", Session: "s1", Agent: "build", State: store.Pending, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Owner: store.CurrentOwner()}
+		if err := f.st.Create(t.Context(), a, nil); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	scoped := newReq("run_command", `{"command":"make"}`)
+	fileChange := newReq("write_file", `{"path":"a","content":"x"}`)
+
+	_, card := alice.do("GET", "/cards/"+scoped, nil, nil)
+	if !strings.Contains(card, `<option value="workspace">every session of agent build in this workspace</option>`) {
+		t.Errorf("the card of a request that can be granted per workspace offers no such grant:\n%s", card)
+	}
+	_, card = alice.do("GET", "/cards/"+fileChange, nil, nil)
+	if strings.Contains(card, `value="workspace"`) {
+		t.Errorf("the card of a file change offers a workspace grant:\n%s", card)
+	}
+
+	for _, c := range []struct {
+		id, scope string
+		code      int
+		want      string
+	}{
+		{scoped, "everywhere", http.StatusBadRequest, "in this session or in every session"},
+		{fileChange, "workspace", http.StatusBadRequest, "in its session only"},
+		{scoped, "workspace", http.StatusOK, "in every session of agent build in /w"},
+	} {
+		resp, body := alice.do("POST", "/requests/"+c.id+"/grant", url.Values{"csrf": {csrf}, "minutes": {"5"}, "scope": {c.scope}}, hdr)
+		if resp.StatusCode != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("scope %q: %d %s; want %d and %q", c.scope, resp.StatusCode, body, c.code, c.want)
+		}
+	}
+	gs, err := f.b.Grants(t.Context())
+	if err != nil || len(gs) != 1 || gs[0].Scope() != store.ScopeWorkspaceAgent || gs[0].Agent != "build" {
+		t.Fatalf("grants: %+v %v", gs, err)
+	}
+	if a, _ := f.st.Get(t.Context(), fileChange); a.State != store.Pending {
+		t.Errorf("the refused grant decided the request: %s", a.State)
+	}
+	_, list := alice.do("GET", "/grants", nil, nil)
+	if !strings.Contains(list, "in every session of agent <b>build</b> in <b>/w</b>") {
+		t.Errorf("the grant list does not say where the grant holds:\n%s", list)
+	}
+}
