@@ -195,7 +195,14 @@ func TestStreamBackpressure(t *testing.T) {
 		t.Fatalf("exit %d %v", code, err)
 	}
 	t.Logf("worker RSS %d KiB before reading, at most %d KiB while 50 MB went through", rss0>>10, maxRSS>>10)
-	if rss0 > 0 && maxRSS > rss0+16<<20 {
+	// A worker that buffered the stream would hold 50 MB more; a window
+	// and the collector's slack are far less (under the race detector,
+	// up to ~24 MB was seen).
+	slack := int64(16 << 20)
+	if raceEnabled {
+		slack = 36 << 20
+	}
+	if rss0 > 0 && maxRSS > rss0+slack {
 		t.Errorf("worker RSS grew from %d KiB to %d KiB: it buffers the stream", rss0>>10, maxRSS>>10)
 	}
 }
