@@ -47,6 +47,7 @@ END {
 		print ""
 		print "a program in a jail under network = \"allowlist\" against the same on the host (bubblewrap):"
 		printf "100 MB download:  host %.0f MB/s, jail %.0f MB/s, jail/host = %.2fx   (goal >= 0.8x)\n", median(v["EgressJail/host-MB/s"]), median(v["EgressJail/jail-MB/s"]), median(v["EgressJail/throughput-ratio"])
+		printf "CPU per download: host: program %.0f + origin %.0f ms; jail: program and relay %.0f + origin and proxy %.0f ms\n", median(v["EgressJail/host-client-cpu-ms"]), median(v["EgressJail/host-origin-cpu-ms"]), median(v["EgressJail/jail-client-cpu-ms"]), median(v["EgressJail/jail-origin+proxy-cpu-ms"])
 		printf "new connection:   host %.0f µs, jail %.0f µs, added %.0f µs   (goal <= 1000 µs)\n", median(v["EgressJail/host-µs/req"]), median(v["EgressJail/jail-µs/req"]), median(v["EgressJail/added-µs/req"])
 	}
 }'

@@ -28,23 +28,31 @@ import (
 type Attributor struct {
 	pids func() []int
 
-	mu     sync.Mutex
-	diag   *sockDiag
-	diagNS string // the namespace diag was opened in
-	tried  bool
+	mu    sync.Mutex
+	diags map[string]*sockDiag // by network namespace; nil: cannot be opened there
 }
+
+// maxDiags bounds the namespaces whose sock_diag sockets are kept open
+// (a jail has one, or a few where its programs make their own).
+const maxDiags = 8
 
 // NewAttributor returns an attributor over the processes pids lists.
 func NewAttributor(pids func() []int) *Attributor { return &Attributor{pids: pids} }
 
-// Close releases the sock_diag socket.
+// Close releases the sock_diag sockets.
 func (a *Attributor) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.diag != nil {
-		a.diag.Close()
-		a.diag = nil
+	a.closeDiags()
+}
+
+func (a *Attributor) closeDiags() {
+	for _, d := range a.diags {
+		if d != nil {
+			d.Close()
+		}
 	}
+	a.diags = nil
 }
 
 // Lookup names the command behind ci, or "".
@@ -73,12 +81,16 @@ func (a *Attributor) Lookup(ci ConnInfo) string {
 	return ""
 }
 
-// inode finds the client's socket: with sock_diag in the jail's namespace
-// when it can, else in the net/tcp of the processes' namespaces (the
-// jail's before this process's own, the large one).
+// inode finds the client's socket in the network namespaces of the
+// processes (the jail's before this process's own): with sock_diag where
+// it can be opened, else in the namespace's net/tcp. Where sock_diag
+// answered that no such socket is there (the connection has ended: a
+// TIME_WAIT socket has no inode), net/tcp is not read, as it would say the
+// same after the kernel printed every socket of the namespace — thousands,
+// in the host's, once a busy jail's closed connections pile up.
 func (a *Attributor) inode(procs []int, ci ConnInfo) string {
 	own, _ := os.Readlink("/proc/self/ns/net")
-	var nsPIDs []int
+	var unsearched []int // a process in each namespace sock_diag could not search
 	seen := map[string]bool{}
 	ownPID := 0
 	for _, pid := range procs {
@@ -91,17 +103,24 @@ func (a *Attributor) inode(procs []int, ci ConnInfo) string {
 			ownPID = pid
 			continue
 		}
-		nsPIDs = append(nsPIDs, pid)
-		if d := a.diagFor(ns, pid); d != nil && ci.Client.IsValid() {
-			if n, err := d.inode(ci.Client, ci.Listener); err == nil && n != 0 {
-				return strconv.FormatUint(uint64(n), 10)
-			}
+		inode, searched := a.diagInode(ns, pid, ci)
+		if inode != "" {
+			return inode
+		}
+		if !searched {
+			unsearched = append(unsearched, pid)
 		}
 	}
 	if ownPID != 0 {
-		nsPIDs = append(nsPIDs, ownPID)
+		inode, searched := a.diagInode(own, ownPID, ci)
+		if inode != "" {
+			return inode
+		}
+		if !searched {
+			unsearched = append(unsearched, ownPID)
+		}
 	}
-	for _, pid := range nsPIDs {
+	for _, pid := range unsearched {
 		if inode := socketInode(pid, ci.ClientPort, ci.ListenerPort); inode != "" {
 			return inode
 		}
@@ -109,27 +128,45 @@ func (a *Attributor) inode(procs []int, ci ConnInfo) string {
 	return ""
 }
 
+// diagInode looks the client's socket up with sock_diag in the namespace
+// ns (entered through pid); searched is false when it could not.
+func (a *Attributor) diagInode(ns string, pid int, ci ConnInfo) (inode string, searched bool) {
+	if !ci.Client.IsValid() || !ci.Listener.IsValid() {
+		return "", false
+	}
+	d := a.diagFor(ns, pid)
+	if d == nil {
+		return "", false
+	}
+	n, err := d.inode(ci.Client, ci.Listener)
+	if err != nil {
+		return "", false
+	}
+	if n == 0 {
+		return "", true
+	}
+	return strconv.FormatUint(uint64(n), 10), true
+}
+
 // diagFor is the sock_diag socket of the namespace ns (entered through
 // pid), opened on first use; nil when it cannot be.
 func (a *Attributor) diagFor(ns string, pid int) *sockDiag {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.diag != nil && a.diagNS == ns {
-		return a.diag
+	if d, ok := a.diags[ns]; ok {
+		return d
 	}
-	if a.tried && a.diagNS == ns {
-		return nil
+	if len(a.diags) >= maxDiags {
+		return nil // net/tcp, then: one in use must not be closed under its user
 	}
-	if a.diag != nil {
-		a.diag.Close()
-		a.diag = nil
+	if a.diags == nil {
+		a.diags = map[string]*sockDiag{}
 	}
-	a.tried, a.diagNS = true, ns
 	d, err := openSockDiag(pid)
 	if err != nil {
-		return nil
+		d = nil
 	}
-	a.diag = d
+	a.diags[ns] = d
 	return d
 }
 

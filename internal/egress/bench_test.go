@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/internal/egress/relay"
+	"golang.org/x/sys/unix"
 )
 
 // The benchmarks compare a client going through the whole egress path as a
@@ -273,5 +274,109 @@ func BenchmarkNewConnection(b *testing.B) {
 				b.ReportMetric(0, "ns/op")
 			}
 		})
+	}
+}
+
+// BenchmarkCopyStrategies is the measurement behind the tunnels' copy
+// (copyBytes) and the client socket's send buffer (tuneClient): 100 MB
+// from an origin through a bare forwarder to a client, all on loopback,
+// with the forwarder copying through a 256 KiB buffer or splicing through
+// a pipe, and the client socket's send buffer capped or autotuned. It
+// reports the whole path's CPU (origin, forwarder, client: one process)
+// and the throughput against the client reading straight from the origin.
+//
+//	go test -run '^$' -bench '^BenchmarkCopyStrategies$' -benchtime 1x ./internal/egress
+func BenchmarkCopyStrategies(b *testing.B) {
+	origin := sink(b)
+	splice := func(dst, src *net.TCPConn, pipeSize int) {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(p[0])
+		defer unix.Close(p[1])
+		unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, pipeSize)
+		rs, _ := src.SyscallConn()
+		ws, _ := dst.SyscallConn()
+		for {
+			var n int64
+			var err error
+			rs.Read(func(fd uintptr) bool {
+				n, err = unix.Splice(int(fd), nil, p[1], nil, pipeSize, unix.SPLICE_F_NONBLOCK)
+				return err != unix.EAGAIN
+			})
+			if n <= 0 {
+				return
+			}
+			for n > 0 {
+				var m int64
+				ws.Write(func(fd uintptr) bool {
+					m, err = unix.Splice(p[0], nil, int(fd), nil, int(n), unix.SPLICE_F_NONBLOCK)
+					return err != unix.EAGAIN
+				})
+				if err != nil {
+					return
+				}
+				n -= m
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		capped bool
+		pipe   int // 0: copy
+	}{
+		{"copy/capped", true, 0}, {"copy/autotuned", false, 0},
+		{"splice-1MiB/capped", true, 1 << 20}, {"splice-64KiB/capped", true, 64 << 10},
+		{"splice-1MiB/autotuned", false, 1 << 20},
+	} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					up, err := net.Dial("tcp", origin.Addr().String())
+					if err != nil {
+						return
+					}
+					defer up.Close()
+					if tc.capped {
+						tuneClient(c)
+					}
+					go copyBytes(up, c)
+					if tc.pipe == 0 {
+						copyBytes(c, up)
+					} else {
+						splice(c.(*net.TCPConn), up.(*net.TCPConn), tc.pipe)
+					}
+					c.(*net.TCPConn).CloseWrite()
+				}()
+			}
+		}()
+		read := func(addr string) {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, "\x00go\n")
+			if n, err := io.Copy(io.Discard, c); err != nil || n != transferSize {
+				b.Fatalf("read %d bytes: %v", n, err)
+			}
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				med, cpu, ratio := paired(b, 7, func() { read(origin.Addr().String()) }, func() { read(l.Addr().String()) })
+				reportTransfer(b, med, cpu, ratio)
+			}
+		})
+		l.Close()
 	}
 }

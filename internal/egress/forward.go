@@ -170,7 +170,7 @@ func (f *forwarder) roundTrip(req *http.Request, ev *Event) bool {
 		up = &countReader{r: req.Body}
 		req.Body = up
 	}
-	err := req.Write(f.up.bw)
+	err := req.Write(bulkWriter{f.up.bw})
 	if err == nil {
 		err = f.up.bw.Flush()
 	}
@@ -188,7 +188,7 @@ func (f *forwarder) roundTrip(req *http.Request, ev *Event) bool {
 	}
 	resp, err := http.ReadResponse(f.up.br, req)
 	for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-		if err = resp.Write(f.cw); err == nil {
+		if err = resp.Write(bulkWriter{f.cw}); err == nil {
 			err = f.cw.Flush()
 		}
 		if err == nil {
@@ -206,7 +206,7 @@ func (f *forwarder) roundTrip(req *http.Request, ev *Event) bool {
 	removeHop(resp.Header)
 	down := &countReader{r: resp.Body}
 	resp.Body = down
-	err = resp.Write(f.cw)
+	err = resp.Write(bulkWriter{f.cw})
 	if err == nil {
 		err = f.cw.Flush()
 	}
@@ -217,6 +217,21 @@ func (f *forwarder) roundTrip(req *http.Request, ev *Event) bool {
 		return false
 	}
 	return keep
+}
+
+// bulkWriter is a buffered writer whose ReadFrom, which net/http uses to
+// copy a message body of known length (or one that runs to the end of the
+// connection), moves the body through a tunnel's large pooled buffer
+// rather than in net's 32 KiB or bufio's 4 KiB pieces: the same bytes, in
+// an eighth of the system calls. A chunked body is still re-framed by
+// net/http, piece by piece.
+type bulkWriter struct{ *bufio.Writer }
+
+func (w bulkWriter) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	// The wrappers keep io.CopyBuffer from calling this ReadFrom again.
+	return io.CopyBuffer(struct{ io.Writer }{w.Writer}, struct{ io.Reader }{r}, *buf)
 }
 
 func (f *forwarder) upTarget() string {

@@ -313,6 +313,7 @@ func (s *Server) handle(c net.Conn, info ConnInfo) {
 	}
 	s.stats.active.Add(1)
 	defer s.stats.active.Add(-1)
+	tuneClient(c)
 	c.SetReadDeadline(time.Now().Add(s.headTimeout))
 	cc := &clientConn{Conn: c, br: bufio.NewReaderSize(c, maxHead), info: info, lookup: s.opts.Attribute}
 	defer cc.attribution() // never leave a lookup behind

@@ -145,9 +145,14 @@ func pipe(up io.Writer, br *bufio.Reader, raw net.Conn) int64 {
 
 // copyBuffers are the tunnels' copy buffers. A plain read/write copy with
 // a large buffer costs less CPU here than splice(2) through a pipe, which
-// net's io.Copy would choose for two TCP sockets: 100 MB on loopback took
-// about 80 ms of CPU in the proxy this way and 110 ms spliced
-// (BenchmarkTransfer's proxy-cpu-ms, kernel 6.18).
+// net's io.Copy would choose for two TCP sockets (a 1 MiB pipe): splice
+// moves no bytes in the proxy, but the client then reads pages that went
+// cold in the origin's socket and the pipe, and the whole path spent more:
+// 100 MB on loopback, origin → proxy → client with the client socket's
+// send buffer capped (sockbuf.go), took 60-70 ms of CPU copied and 92-97
+// ms spliced, with 1 MiB or 64 KiB pipes (kernel 6.18, load
+// 10-14; SPLICE_F_MOVE changed nothing). A copy buffer of 128 KiB or 1 MiB
+// made no difference that showed through the noise.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // copyBytes copies src to dst until EOF or an error, and returns the count.

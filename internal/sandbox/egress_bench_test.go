@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,13 +77,26 @@ func BenchmarkEgressJail(b *testing.B) {
 		}
 		return s
 	}
+	// CPU per download, split where it is spent: this process (the
+	// origin; in the jail's run also warden's gateway, the proxy) and its
+	// descendants (the program on the host; in the jail's run the
+	// program, the jail's worker and its relay).
+	type cpuSplit struct{ self, children time.Duration }
+	measure := func(f func() string) (string, cpuSplit) {
+		s0, c0 := cpuSelf(), cpuDescendants()
+		out := f()
+		return out, cpuSplit{cpuSelf() - s0, cpuDescendants() - c0}
+	}
 	for b.Loop() {
 		var ratios, host, jailed []float64
+		var hostCPU, jailCPU []cpuSplit
 		for range 5 {
-			h := seconds(onHost("http-download", "http://127.0.0.1:"+port+"/big"))
-			j := seconds(inJail("http-download", "http://origin.test:"+port+"/big"))
+			hout, hc := measure(func() string { return onHost("http-download", "http://127.0.0.1:"+port+"/big") })
+			jout, jc := measure(func() string { return inJail("http-download", "http://origin.test:"+port+"/big") })
+			h, j := seconds(hout), seconds(jout)
 			host, jailed = append(host, h), append(jailed, j)
 			ratios = append(ratios, h/j)
+			hostCPU, jailCPU = append(hostCPU, hc), append(jailCPU, jc)
 		}
 		slices.Sort(ratios)
 		slices.Sort(host)
@@ -90,6 +104,20 @@ func BenchmarkEgressJail(b *testing.B) {
 		b.ReportMetric(float64(size)/1e6/host[2], "host-MB/s")
 		b.ReportMetric(float64(size)/1e6/jailed[2], "jail-MB/s")
 		b.ReportMetric(ratios[2], "throughput-ratio")
+		ms := func(c []cpuSplit, part func(cpuSplit) time.Duration) float64 {
+			v := make([]time.Duration, len(c))
+			for i := range c {
+				v[i] = part(c[i])
+			}
+			slices.Sort(v)
+			return float64(v[len(v)/2].Microseconds()) / 1000
+		}
+		self := func(c cpuSplit) time.Duration { return c.self }
+		children := func(c cpuSplit) time.Duration { return c.children }
+		b.ReportMetric(ms(hostCPU, children), "host-client-cpu-ms")
+		b.ReportMetric(ms(hostCPU, self), "host-origin-cpu-ms")
+		b.ReportMetric(ms(jailCPU, children), "jail-client-cpu-ms")
+		b.ReportMetric(ms(jailCPU, self), "jail-origin+proxy-cpu-ms")
 
 		var hl, jl []int
 		for range 5 { // 5 × 200 = 1,000 requests each way, alternating
@@ -105,4 +133,61 @@ func BenchmarkEgressJail(b *testing.B) {
 		b.ReportMetric(float64(jl[2]-hl[2]), "added-µs/req")
 		b.ReportMetric(0, "ns/op")
 	}
+}
+
+// cpuSelf is the CPU time this process has used.
+func cpuSelf() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuDescendants is the CPU time this process's descendants have used:
+// those it reaped (a program run on the host), and those living with what
+// they reaped in turn (a program run in the jail is reaped by the jail's
+// worker, which lives on). /proc counts in 10 ms ticks.
+func cpuDescendants() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	reaped := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int]int{}
+	ticks := map[int]int64{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which ends at the last ')':
+		// state ppid … utime(14) stime cutime cstime.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		parent[pid], _ = strconv.Atoi(f[1])
+		for _, k := range f[11:15] {
+			n, _ := strconv.ParseInt(k, 10, 64)
+			ticks[pid] += n
+		}
+	}
+	self := os.Getpid()
+	var total int64
+	for pid := range ticks {
+		for p := parent[pid]; p != 0; p = parent[p] {
+			if p == self {
+				total += ticks[pid]
+				break
+			}
+		}
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	return reaped + time.Duration(total)*time.Second/clockTicks
 }
