@@ -1,0 +1,294 @@
+package bwrap_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/internal/command"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/jail"
+	"github.com/wardenhq/warden/internal/testenv"
+)
+
+// events records what a jail's mask guard reported.
+type events struct {
+	mu   sync.Mutex
+	list []jail.MaskEvent
+}
+
+func (e *events) add(ev jail.MaskEvent) { e.mu.Lock(); e.list = append(e.list, ev); e.mu.Unlock() }
+
+func (e *events) get() []jail.MaskEvent {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.list)
+}
+
+// count counts the events of action.
+func (e *events) count(action string) int {
+	n := 0
+	for _, ev := range e.get() {
+		if ev.Action == action {
+			n++
+		}
+	}
+	return n
+}
+
+// startMasked starts a local jail on a new workspace holding files, with
+// mask as security.mask; it is closed when the test ends.
+func startMasked(t *testing.T, files map[string]string, mask []string) (*sandbox.Worker, string, *events) {
+	t.Helper()
+	testenv.Need(t, "bwrap")
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		writeFile(t, filepath.Join(dir, name), body)
+	}
+	ev := &events{}
+	w, err := sandbox.Start(context.Background(), &sandbox.Options{
+		Workspace: dir, Mask: mask, StartTimeout: 30 * time.Second,
+		Sandbox:    &config.Sandbox{Enabled: true, NoToolchains: true},
+		MaskEvents: ev.add,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, dir, ev
+}
+
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replace saves body at p as an editor does: a temporary file renamed over.
+func replace(t *testing.T, p, body string) {
+	t.Helper()
+	tmp := p + ".warden-test~"
+	writeFile(t, tmp, body)
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jailSh runs a shell command in the jail and returns its output.
+func jailSh(t *testing.T, w *sandbox.Worker, shell string) string {
+	t.Helper()
+	res, err := w.Runner().Run(context.Background(), command.Spec{Shell: shell, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("run %q: %v", shell, err)
+	}
+	return res.Output
+}
+
+// eventually retries check until it returns "" or the deadline passes.
+func eventually(t *testing.T, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMaskSurvivesRenameOnHost: an editor saving a masked file through a
+// temporary file and a rename replaces the dentry the mask is mounted on;
+// the kernel detaches the mount in the jail. The jail must not read the
+// new file.
+func TestMaskSurvivesRenameOnHost(t *testing.T) {
+	t.Parallel()
+	w, dir, ev := startMasked(t, map[string]string{".env": "OLD_SECRET"}, nil)
+	if out := jailSh(t, w, "cat .env"); strings.Contains(out, "SECRET") {
+		t.Fatalf("the mask does not hold at start: %q", out)
+	}
+	replace(t, filepath.Join(dir, ".env"), "NEW_SECRET")
+	eventually(t, func() string {
+		if out := jailSh(t, w, "cat .env 2>&1; echo"); strings.Contains(out, "SECRET") {
+			return "the jail reads the file renamed over a mask: " + out
+		}
+		return ""
+	})
+	if ev.count("remasked") == 0 {
+		t.Errorf("no remask reported: %+v", ev.get())
+	}
+	if out := jailSh(t, w, "echo x > .env; mv /tmp/nothing .env; rm -f .env; cat .env; echo rc=$?"); !strings.Contains(out, "rc=0") || strings.Contains(out, "SECRET") {
+		t.Errorf("the mask put back is not a read-only empty file that stays: %q", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".env")); string(b) != "NEW_SECRET" {
+		t.Errorf("the host's file is %q, want the editor's save untouched", b)
+	}
+}
+
+// TestMaskGuardAttacks: every way the host can bring a new dentry to a
+// masked path while a jail runs, and what the jail sees after.
+func TestMaskGuardAttacks(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		".env": "S0", "secrets/key": "S0", "config/prod/db.key": "S0", "a/k.pem": "S0", "src/main.go": "package main",
+	}
+	mask := []string{"secrets/**", "config/prod/db.key", "**/*.pem", "later.key"}
+	for _, tc := range []struct {
+		name string
+		// host changes the workspace dir as the user would.
+		host func(t *testing.T, dir string)
+		// read is the shell command whose output must hold no secret.
+		read string
+		// want is an event the guard must report.
+		want string
+	}{
+		{"rename over a literal file", func(t *testing.T, dir string) {
+			replace(t, filepath.Join(dir, ".env"), "SECRET1")
+		}, "cat .env", "remasked"},
+		{"delete then write a new one", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, ".env")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			writeFile(t, p, "SECRET1")
+		}, "cat .env", "placeholder"},
+		{"delete, jail plants, then the host writes", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, ".env")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, "SECRET1")
+		}, "cat .env", ""},
+		{"rename of a masked directory and a new one", func(t *testing.T, dir string) {
+			if err := os.Rename(filepath.Join(dir, "secrets"), filepath.Join(dir, "secrets.old")); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, "secrets.new/key"), "SECRET1")
+			if err := unix.Rename(filepath.Join(dir, "secrets.new"), filepath.Join(dir, "secrets")); err != nil {
+				t.Fatal(err)
+			}
+		}, "cat secrets/key secrets.old/key; ls -A secrets secrets.old", "remasked"},
+		{"rename of a directory above a masked file", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "config.new/prod/db.key"), "SECRET1")
+			if err := os.Rename(filepath.Join(dir, "config"), filepath.Join(dir, "config.old")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, "config.new"), filepath.Join(dir, "config")); err != nil {
+				t.Fatal(err)
+			}
+		}, "cat config/prod/db.key config.old/prod/db.key", "remasked"},
+		{"rename over a glob's match", func(t *testing.T, dir string) {
+			replace(t, filepath.Join(dir, "a/k.pem"), "SECRET1")
+		}, "cat a/k.pem", "remasked"},
+		{"a masked file becomes a directory", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "dir.tmp/x"), "SECRET1")
+			if err := os.Remove(filepath.Join(dir, "a/k.pem")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, "dir.tmp"), filepath.Join(dir, "a/k.pem")); err != nil {
+				t.Fatal(err)
+			}
+		}, "cat a/k.pem/x; ls -A a/k.pem", "remasked"},
+		{"a missing literal mask written by rename", func(t *testing.T, dir string) {
+			replace(t, filepath.Join(dir, "later.key"), "SECRET1")
+		}, "cat later.key", "remasked"},
+		{"a burst of renames", func(t *testing.T, dir string) {
+			for i := range 200 {
+				replace(t, filepath.Join(dir, ".env"), fmt.Sprintf("SECRET%d", i))
+			}
+		}, "cat .env", "remasked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w, dir, ev := startMasked(t, files, mask)
+			if tc.name == "delete, jail plants, then the host writes" {
+				// The jail races to create the name the host freed.
+				go w.Runner().Run(context.Background(), command.Spec{
+					Shell: "for i in $(seq 2000); do [ -s .env ] || echo planted > .env 2>/dev/null; done", Timeout: 20 * time.Second,
+				})
+			}
+			tc.host(t, dir)
+			eventually(t, func() string {
+				if !w.Alive() {
+					return ""
+				}
+				if out := jailSh(t, w, tc.read+" 2>&1; echo"); strings.Contains(out, "SECRET") {
+					return fmt.Sprintf("the jail reads a secret: %q; events %+v", out, ev.get())
+				}
+				return ""
+			})
+			if tc.want != "" {
+				eventually(t, func() string {
+					if ev.count(tc.want) == 0 {
+						return fmt.Sprintf("no %s event: %+v", tc.want, ev.get())
+					}
+					return ""
+				})
+			}
+			if n := ev.count("killed"); n > 0 && tc.want != "" {
+				t.Errorf("the jail was killed: %+v", ev.get())
+			}
+			t.Logf("events: %+v", ev.get())
+		})
+	}
+}
+
+const maskReaderArg = "warden-test-mask-reader"
+
+// maskReader reads a file in a loop, as fast as it can, until a stop file
+// exists, and prints how many reads there were, how many saw a secret
+// (anything but empty), and how many failed. With "hold" it keeps the
+// first descriptor that saw a secret open, as an attacker would, and waits.
+func maskReader(args []string) int {
+	if len(args) < 2 {
+		return 2
+	}
+	path, stop := args[0], args[1]
+	hold := len(args) > 2 && args[2] == "hold"
+	var reads, secret, failed int
+	buf := make([]byte, 256)
+	for i := 0; ; i++ {
+		if i%256 == 0 {
+			if _, err := os.Stat(stop); err == nil {
+				break
+			}
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			failed++
+			continue
+		}
+		n, _ := f.Read(buf)
+		reads++
+		if n > 0 {
+			secret++
+			if hold {
+				fmt.Println("holding")
+				select {}
+			}
+		}
+		f.Close()
+	}
+	fmt.Printf("%d %d %d\n", reads, secret, failed)
+	return 0
+}

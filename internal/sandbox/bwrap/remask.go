@@ -1,0 +1,141 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaskSource is an empty file in the jail's read-only root (bubblewrap's
+// --file), bound read-only over a masked file the host replaced while the
+// jail runs. bubblewrap's own masks (--ro-bind-data) are bound from files
+// it unlinks, and the kernel refuses to bind an unlinked file again.
+const MaskSource = "/run/warden/empty"
+
+// remasker mounts masks again in a running jail's mount namespace. Go
+// cannot join a mount namespace (setns needs a single-threaded process), so
+// nsenter(1) does: it joins the user namespace that owns the jail's mount
+// namespace (where the host user that started bubblewrap is root), the
+// mount namespace and the jail's root, and runs mount(8) from the jail's
+// /usr, which is the host's, read-only. Neither the jail's seccomp filter
+// nor its Landlock rules bind it (both belong to the jail's processes, not
+// its namespaces), and it is in none of the jail's pid namespace: no jailed
+// process can see or trace it.
+type remasker struct {
+	nsenter, mount string
+	// userns, mntns and root are the jail's, held from the start: a pid
+	// reused after the jail is gone reaches none of them.
+	userns, mntns, root *os.File
+}
+
+// newRemasker opens the namespaces of the jail whose first process is pid.
+func newRemasker(pid int) (_ *remasker, err error) {
+	r := &remasker{}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if r.nsenter, err = exec.LookPath("nsenter"); err != nil {
+		if _, serr := os.Stat("/usr/bin/nsenter"); serr != nil {
+			return nil, fmt.Errorf("nsenter (util-linux) is needed to mask a path again: %w", err)
+		}
+		r.nsenter = "/usr/bin/nsenter"
+	}
+	proc := fmt.Sprintf("/proc/%d", pid)
+	if r.mntns, err = os.Open(proc + "/ns/mnt"); err != nil {
+		return nil, err
+	}
+	// bubblewrap's jail runs in a user namespace nested in the one that
+	// owns its mount namespace (--disable-userns); the owner is joined.
+	ufd, err := unix.IoctlRetInt(int(r.mntns.Fd()), unix.NS_GET_USERNS)
+	if err != nil {
+		return nil, fmt.Errorf("find the owner of the jail's mount namespace: %w", err)
+	}
+	r.userns = os.NewFile(uintptr(ufd), "userns")
+	if r.root, err = os.Open(proc + "/root"); err != nil {
+		return nil, err
+	}
+	for _, m := range []string{"/usr/bin/mount", "/bin/mount", "/usr/sbin/mount", "/sbin/mount"} {
+		if st, err := os.Stat(filepath.Join(proc, "root", m)); err == nil && st.Mode().IsRegular() {
+			r.mount = m
+			break
+		}
+	}
+	if r.mount == "" {
+		return nil, errors.New("the jail has no mount(8) to mask a path again")
+	}
+	return r, nil
+}
+
+// Mask mounts an empty read-only directory (a tmpfs, as bubblewrap's
+// --tmpfs and --remount-ro) or file (MaskSource) over path in the jail.
+func (r *remasker) Mask(path string, dir bool) error {
+	// The mount namespace and root are the jail's: its files do not
+	// exist here. Both are opened by nsenter before it joins them.
+	args := []string{
+		"--user=/proc/self/fd/3", "--mount=/proc/self/fd/4", "--root=/proc/self/fd/5", "--wd=/proc/self/fd/5",
+		"--", r.mount, "--no-mtab", "--no-canonicalize",
+	}
+	if dir {
+		args = append(args, "-t", "tmpfs", "-o", "ro,nosuid,nodev,mode=0755", "tmpfs", path)
+	} else {
+		args = append(args, "--bind", "-o", "ro", MaskSource, path)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.nsenter, args...)
+	cmd.ExtraFiles = []*os.File{r.userns, r.mntns, r.root}
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Close releases the jail's namespaces.
+func (r *remasker) Close() {
+	for _, f := range []*os.File{r.userns, r.mntns, r.root} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// waitForRoot waits until the jail whose first process is pid has its own
+// root: bubblewrap made MaskSource in it, and pivoted into it once every
+// mount was in place.
+func waitForRoot(pid int, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	hostRoot, err := os.Stat("/")
+	if err != nil {
+		return err
+	}
+	root := fmt.Sprintf("/proc/%d/root", pid)
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := os.Stat(root)
+		if err != nil {
+			return fmt.Errorf("the jail is gone before its root was built: %w", err)
+		}
+		if !os.SameFile(st, hostRoot) {
+			if src, err := os.Stat(root + MaskSource); err == nil && src.Mode().IsRegular() && src.Size() == 0 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the jail's root was not built in time")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
