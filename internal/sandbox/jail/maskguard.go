@@ -398,28 +398,34 @@ func (g *MaskGuard) report(ev MaskEvent) {
 }
 
 // ProcessesHold reports whether any of pids (processes of a jail, as the
-// host numbers them) reaches the host's file host, masked at p, other than
-// through the mask: a descriptor or a mapping of it (or, for a directory,
-// of anything below it), or a working directory in it. A process that is
-// gone, or whose /proc entries cannot be read, is passed over: the host
-// user owns the jail, so only a process that exited is unreadable.
+// host numbers them) reaches a host file at p other than through the mask:
+// a descriptor or a mapping of a file the kernel names p (or, for a
+// directory, anything below it), or a working directory there, on the
+// host's file system (host is what the host has at p now; the masks are on
+// a tmpfs of their own). The file may be one the host has since replaced
+// again ("p (deleted)"): an editor saving twice. A process that is gone, or
+// whose /proc entries cannot be read, is passed over: the host user owns the
+// jail, so only a process that exited is unreadable.
 func ProcessesHold(pids []int, p string, host os.FileInfo) bool {
+	hs, ok := host.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
 	reaches := func(link string) bool {
 		target, err := os.Readlink(link)
-		if err != nil || !(target == p || host.IsDir() && Within(p, strings.TrimSuffix(target, " (deleted)"))) {
+		if err != nil {
+			return false
+		}
+		target = strings.TrimSuffix(target, " (deleted)")
+		if target != p && !(host.IsDir() && Within(p, target)) {
 			return false
 		}
 		st, err := os.Stat(link)
 		if err != nil {
 			return false
 		}
-		if !host.IsDir() {
-			return os.SameFile(st, host)
-		}
-		// Below a directory: on the host's file system, not the mask's.
-		hs, ok1 := host.Sys().(*syscall.Stat_t)
-		ss, ok2 := st.Sys().(*syscall.Stat_t)
-		return ok1 && ok2 && hs.Dev == ss.Dev
+		ss, ok := st.Sys().(*syscall.Stat_t)
+		return ok && ss.Dev == hs.Dev
 	}
 	for _, pid := range pids {
 		proc := fmt.Sprintf("/proc/%d", pid)
