@@ -281,7 +281,12 @@ func guardMasks(l jail.Launch, layout *jail.Layout, p *proc, childPID int) (*jai
 			return jail.ProcessesHold(p.cg.pids(), path, host), nil
 		}
 	}
-	return jail.GuardMasks(cfg)
+	begin := time.Now()
+	g, err := jail.GuardMasks(cfg)
+	if err == nil {
+		log.Debug("guarding the jail's masks", "masks", layout.Masked, "watches", g.Watches(), "took", time.Since(begin))
+	}
+	return g, err
 }
 
 // envValue is the value of name in env (KEY=VALUE entries), or "".
