@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -495,4 +496,51 @@ func TestMaskGuardManyMasks(t *testing.T) {
 		return ""
 	})
 	t.Logf("2000 masks in 400 directories: jail started in %v; rename masked again after %v (events %d)", started, time.Since(at), len(ev.get()))
+}
+
+// TestProtectedSurvivesHostGitConfig: git on the host writes .git/config
+// through config.lock and a rename, which detaches the jail's read-only
+// bind of it; a jailed command must not then write core.fsmonitor (or
+// anything) into it for the host's next git status to run.
+func TestProtectedSurvivesHostGitConfig(t *testing.T) {
+	t.Parallel()
+	testenv.Need(t, "bwrap")
+	testenv.Need(t, "git")
+	w, dir, ev := startMasked(t, map[string]string{"x": "1"}, nil)
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	w.Close()
+	// The repository exists before the jail starts (ResolveGit finds it).
+	w, err := sandbox.Start(context.Background(), &sandbox.Options{
+		Workspace: dir, StartTimeout: 30 * time.Second,
+		Sandbox:    &config.Sandbox{Enabled: true, NoToolchains: true},
+		MaskEvents: ev.add,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const write = "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> .git/config 2>&1; echo rc=$?"
+	if out := jailSh(t, w, write); !strings.Contains(out, "rc=1") {
+		t.Fatalf("the jail writes .git/config at start: %q", out)
+	}
+	if out, err := exec.Command("git", "-C", dir, "config", "user.name", "host").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v %s", err, out)
+	}
+	// A write between the rename and the bind coming back lands (the
+	// window, a few milliseconds; see jail's doc): the write is tried once
+	// the guard says the bind is back.
+	eventually(t, func() string {
+		if ev.count("remasked") == 0 {
+			return fmt.Sprintf("no re-protection reported: %+v", ev.get())
+		}
+		return ""
+	})
+	if out := jailSh(t, w, write); !strings.Contains(out, "rc=1") {
+		t.Errorf("after git config on the host the jail writes .git/config: %q; events %+v", out, ev.get())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".git/config")); strings.Contains(string(b), "fsmonitor") {
+		t.Fatalf(".git/config on the host holds what the jail wrote:\n%s", b)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/internal/sandbox/jail"
 )
 
 // MaskSource is an empty file in the jail's read-only root (bubblewrap's
@@ -75,19 +77,26 @@ func newRemasker(pid int) (_ *remasker, err error) {
 	return r, nil
 }
 
-// Mask mounts an empty read-only directory (a tmpfs, as bubblewrap's
-// --tmpfs and --remount-ro) or file (MaskSource) over path in the jail.
-func (r *remasker) Mask(path string, dir bool) error {
+// Mask mounts over path in the jail an empty read-only directory
+// (EmptyDir: a tmpfs, as bubblewrap's --tmpfs and --remount-ro), an empty
+// read-only file (EmptyFile: MaskSource), or path itself read-only (Bind:
+// a protected path).
+func (r *remasker) Mask(path string, kind jail.MountKind) error {
 	// The mount namespace and root are the jail's: its files do not
 	// exist here. Both are opened by nsenter before it joins them.
 	args := []string{
 		"--user=/proc/self/fd/3", "--mount=/proc/self/fd/4", "--root=/proc/self/fd/5", "--wd=/proc/self/fd/5",
 		"--", r.mount, "--no-mtab", "--no-canonicalize",
 	}
-	if dir {
+	switch kind {
+	case jail.EmptyDir:
 		args = append(args, "-t", "tmpfs", "-o", "ro,nosuid,nodev,mode=0755", "tmpfs", path)
-	} else {
+	case jail.EmptyFile:
 		args = append(args, "--bind", "-o", "ro", MaskSource, path)
+	case jail.Bind:
+		args = append(args, "--bind", "-o", "ro", path, path)
+	default:
+		return fmt.Errorf("no mask of kind %v", kind)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

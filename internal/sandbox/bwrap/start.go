@@ -268,11 +268,11 @@ func guardMasks(l jail.Launch, layout *jail.Layout, p *proc, childPID int) (*jai
 	p.remask = rm
 	cfg := jail.GuardConfig{
 		Layout: layout, Hold: p.hold, Root: fmt.Sprintf("/proc/%d/root", childPID),
-		Remask: func(path string, dir bool) error {
+		Remask: func(path string, kind jail.MountKind) error {
 			if rm == nil {
 				return rmErr
 			}
-			return rm.Mask(path, dir)
+			return rm.Mask(path, kind)
 		},
 		Kill: p.Kill, Report: l.MaskEvents, Log: log,
 	}

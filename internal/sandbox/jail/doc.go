@@ -95,7 +95,14 @@
 //     could otherwise create the name, for the host to read); a directory
 //     does not (the user's own `mv new secrets` would move into it) and is
 //     masked again when it returns, so in between a command can create it.
-//     Writing a file in place keeps it masked throughout. The local
+//     Writing a file in place keeps it masked throughout. Protected paths
+//     (read-only binds of themselves: git's control files, ro_paths in the
+//     workspace) are kept read-only the same way: `git config` on the host
+//     writes .git/config through config.lock and a rename, which detached
+//     the jail's read-only bind and let a command write core.fsmonitor for
+//     the host's next git status to run. A write that lands in the window
+//     stays (the guard cannot tell it from the host's); no process is
+//     looked for or killed for protected paths. The local
 //     backend (bubblewrap, here or on an ssh backend's host) runs a
 //     MaskGuard; the docker backend does not.
 //   - A workspace with more than 500,000 entries cannot have its glob masks

@@ -45,8 +45,10 @@ type MaskEvent struct {
 
 // GuardConfig is what a MaskGuard needs from the backend.
 type GuardConfig struct {
-	// Layout is the jail's layout: its EmptyFile and EmptyDir mounts are
-	// the masks guarded.
+	// Layout is the jail's layout: its EmptyFile and EmptyDir mounts in
+	// the workspace are the masks guarded, and its read-only binds of a
+	// path of the workspace onto itself (protected paths, git's control
+	// files, ro_paths) are kept read-only the same way.
 	Layout *Layout
 	// Hold is the jail's hold on the placeholders; a placeholder made again
 	// joins it.
@@ -54,9 +56,9 @@ type GuardConfig struct {
 	// Root is the jail's root directory as the host reaches it
 	// (/proc/PID/root of a process of the jail).
 	Root string
-	// Remask mounts an empty read-only file (dir false) or directory over
-	// path in the jail.
-	Remask func(path string, dir bool) error
+	// Remask mounts, over path in the jail, an empty read-only file
+	// (EmptyFile), directory (EmptyDir), or path itself read-only (Bind).
+	Remask func(path string, kind MountKind) error
 	// Holds reports whether a process of the jail still reaches the host's
 	// file host at path (an open descriptor, a mapping, its working
 	// directory); nil: nobody is looked for.
@@ -72,7 +74,7 @@ type GuardConfig struct {
 type MaskGuard struct {
 	cfg     GuardConfig
 	ws      string
-	masks   map[string]bool // masked path -> is a directory mask
+	masks   map[string]MountKind // guarded path -> what covers it
 	literal map[string]bool
 	root    *os.File // the jail's root, O_PATH
 	in      *os.File // the inotify descriptor
@@ -97,12 +99,18 @@ func GuardMasks(cfg GuardConfig) (_ *MaskGuard, err error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	g := &MaskGuard{
-		cfg: cfg, ws: cfg.Layout.Workspace, masks: map[string]bool{}, literal: map[string]bool{},
+		cfg: cfg, ws: cfg.Layout.Workspace, masks: map[string]MountKind{}, literal: map[string]bool{},
 		wds: map[int32]string{}, done: make(chan struct{}),
 	}
 	for _, m := range cfg.Layout.Mounts {
-		if (m.Kind == EmptyFile || m.Kind == EmptyDir) && Within(g.ws, m.Target) && m.Target != g.ws {
-			g.masks[m.Target] = m.Kind == EmptyDir
+		if !Within(g.ws, m.Target) || m.Target == g.ws {
+			continue
+		}
+		switch {
+		case m.Kind == EmptyFile || m.Kind == EmptyDir:
+			g.masks[m.Target] = m.Kind
+		case m.Kind == Bind && m.ReadOnly && m.Source == m.Target:
+			g.masks[m.Target] = Bind
 		}
 	}
 	for _, p := range cfg.Layout.Literal {
@@ -284,7 +292,7 @@ func (g *MaskGuard) fix(p string) (string, error) {
 func (g *MaskGuard) fixOnce(p string) (action string, done bool, err error) {
 	host, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		if !g.literal[p] || g.masks[p] {
+		if !g.literal[p] || g.masks[p] != EmptyFile {
 			// A glob's match that is gone: nothing to cover. A directory:
 			// a placeholder would take the name from the user's own `mv
 			// new secrets` (which would move into it); masked again when
@@ -312,14 +320,14 @@ func (g *MaskGuard) fixOnce(p string) (action string, done bool, err error) {
 	if err != nil {
 		return action, true, fmt.Errorf("stat %s: %w", p, err)
 	}
-	seen, err := g.statInJail(p)
+	exposed, err := g.exposed(p, host)
 	if errors.Is(err, fs.ErrNotExist) {
 		return action, true, nil // the jail sees no such name (a directory above moved there)
 	}
 	if err != nil {
 		return action, true, err
 	}
-	if !os.SameFile(host, seen) {
+	if !exposed {
 		return action, true, nil // the jail sees the mask
 	}
 	if host.Mode()&fs.ModeSymlink != 0 {
@@ -331,9 +339,16 @@ func (g *MaskGuard) fixOnce(p string) (action string, done bool, err error) {
 	}
 	// A rename on the host after this look brings its own event: a
 	// failure on a file the host has replaced since is left to it.
-	err = g.cfg.Remask(p, host.IsDir())
+	kind := g.masks[p]
+	if kind != Bind {
+		kind = EmptyFile
+		if host.IsDir() {
+			kind = EmptyDir
+		}
+	}
+	err = g.cfg.Remask(p, kind)
 	if err == nil {
-		if seen, serr := g.statInJail(p); serr == nil && os.SameFile(host, seen) {
+		if still, serr := g.exposed(p, host); serr == nil && still {
 			err = errors.New("the jail still reaches the host's file")
 		}
 	}
@@ -345,7 +360,7 @@ func (g *MaskGuard) fixOnce(p string) (action string, done bool, err error) {
 	}
 	// A process that opened the file before the mask came back would keep
 	// reading it: the jail goes.
-	if g.cfg.Holds != nil {
+	if g.cfg.Holds != nil && kind != Bind {
 		held, err := g.cfg.Holds(p, host)
 		if err != nil {
 			return action, true, fmt.Errorf("look for processes holding %s: %w", p, err)
@@ -363,19 +378,49 @@ func sameAsBefore(p string, st os.FileInfo) bool {
 	return err == nil && os.SameFile(now, st)
 }
 
-// statInJail is lstat of p as the jail resolves it: from the jail's root,
-// with its mounts, and its symbolic links kept inside it.
-func (g *MaskGuard) statInJail(p string) (os.FileInfo, error) {
-	fd, err := unix.Openat2(int(g.root.Fd()), strings.TrimPrefix(p, "/"), &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
+// exposed reports whether the jail reaches the host's file host at p as
+// the host does: the same file for a mask, or writable for a protected
+// path (a read-only bind of itself).
+func (g *MaskGuard) exposed(p string, host os.FileInfo) (bool, error) {
+	fd, err := g.openInJail(p)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open in the jail", Path: p, Err: err}
+		return false, err
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	return f.Stat()
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, err
+	}
+	hs, ok := host.Sys().(*syscall.Stat_t)
+	same := ok && uint64(hs.Dev) == st.Dev && hs.Ino == st.Ino
+	if g.masks[p] != Bind || !same {
+		return same, nil
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return false, err
+	}
+	return sfs.Flags&unix.ST_RDONLY == 0, nil
+}
+
+// openInJail opens p (O_PATH) as the jail resolves it: from the jail's
+// root, with its mounts, and its symbolic links kept inside it. RESOLVE_IN_ROOT
+// fails with EAGAIN when a rename or mount anywhere raced the lookup: it is
+// tried again.
+func (g *MaskGuard) openInJail(p string) (int, error) {
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(int(g.root.Fd()), strings.TrimPrefix(p, "/"), &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if errors.Is(err, unix.EAGAIN) && i < 16 {
+			continue
+		}
+		if err != nil {
+			return -1, &fs.PathError{Op: "open in the jail", Path: p, Err: err}
+		}
+		return fd, nil
+	}
 }
 
 func (g *MaskGuard) kill(p string, at time.Time, err error) {
