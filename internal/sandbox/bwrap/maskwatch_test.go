@@ -17,6 +17,7 @@ import (
 	"github.com/wardenhq/warden/internal/command"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/sandbox"
+	"github.com/wardenhq/warden/internal/sandbox/bwrap"
 	"github.com/wardenhq/warden/internal/sandbox/jail"
 	"github.com/wardenhq/warden/internal/testenv"
 )
@@ -268,8 +269,18 @@ func maskReader(args []string) int {
 	hold := len(args) > 2 && args[2] == "hold"
 	var reads, secret, failed int
 	buf := make([]byte, 256)
+	// The counts are saved as it goes, each time in one pwrite (a kill
+	// lands between system calls): a reader the guard kills says nothing
+	// at the end.
+	counts, err := os.Create(stop + ".count")
+	if err != nil {
+		return 1
+	}
+	save := func() { counts.WriteAt(fmt.Appendf(nil, "%20d %20d %20d\n", reads, secret, failed), 0) }
+	seen := false
 	for i := 0; ; i++ {
 		if i%256 == 0 {
+			save()
 			if _, err := os.Stat(stop); err == nil {
 				break
 			}
@@ -281,6 +292,10 @@ func maskReader(args []string) int {
 		}
 		n, _ := f.Read(buf)
 		reads++
+		if n > 0 != seen {
+			seen = n > 0
+			save()
+		}
 		if n > 0 {
 			secret++
 			if hold {
@@ -325,8 +340,14 @@ func renameLoop(t *testing.T, n int, gap time.Duration, args []string) (string, 
 	} else {
 		done <- result{}
 	}
+	renamed = renamed[:0]
 	for i := 0; i < n && w.Alive(); i++ {
-		replace(t, filepath.Join(dir, ".env"), fmt.Sprintf("SECRET%d", i))
+		tmp := filepath.Join(dir, ".env.tmp")
+		writeFile(t, tmp, fmt.Sprintf("SECRET%d", i))
+		renamed = append(renamed, time.Now()) // an upper bound: the rename is yet to come
+		if err := os.Rename(tmp, filepath.Join(dir, ".env")); err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(gap)
 	}
 	writeFile(t, stop, "")
@@ -334,8 +355,17 @@ func renameLoop(t *testing.T, n int, gap time.Duration, args []string) (string, 
 	if r.err != nil && w.Alive() {
 		t.Fatalf("reader: %v", r.err)
 	}
-	return strings.TrimSpace(r.res.Output), w, ev.get()
+	out := strings.TrimSpace(r.res.Output)
+	if !w.Alive() {
+		b, _ := os.ReadFile(stop + ".count")
+		out = strings.TrimSpace(string(b))
+	}
+	return out, w, ev.get()
 }
+
+// renamed are the times renameLoop's renames were started (tests using it
+// do not run in parallel).
+var renamed []time.Time
 
 // TestMaskWindow measures what is left of the hole. First the window: the
 // host renames a new secret over a masked .env n times and the guard puts
@@ -351,14 +381,21 @@ func TestMaskWindow(t *testing.T) {
 		n = 20
 	}
 	_, w, evs := renameLoop(t, n, 10*time.Millisecond, nil)
-	var exposed []time.Duration
+	var exposed, window []time.Duration
 	for _, e := range evs {
 		if e.Action == "killed" {
 			t.Fatalf("the jail was killed: %+v", e)
 		}
 		exposed = append(exposed, e.Exposed)
 	}
+	// From each rename to the first mask put back after it.
+	for _, at := range renamed {
+		if i := slices.IndexFunc(evs, func(e jail.MaskEvent) bool { return e.At.After(at) }); i >= 0 {
+			window = append(window, evs[i].At.Sub(at))
+		}
+	}
 	slices.Sort(exposed)
+	slices.Sort(window)
 	if len(exposed) == 0 || !w.Alive() {
 		t.Fatalf("no mask restored (events %+v), or the jail died", evs)
 	}
@@ -369,8 +406,9 @@ func TestMaskWindow(t *testing.T) {
 		return ""
 	})
 	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf("%d renames, %d re-masks; inotify event to mask in place: median %v, p90 %v, max %v; load %s",
-		n, len(exposed), exposed[len(exposed)/2], exposed[len(exposed)*9/10], exposed[len(exposed)-1], strings.TrimSpace(string(load)))
+	t.Logf("%d renames, %d re-masks; rename to mask in place: median %v, p90 %v, max %v; of which inotify event to mask: median %v, p90 %v, max %v; load %s",
+		n, len(exposed), window[len(window)/2], window[len(window)*9/10], window[len(window)-1],
+		exposed[len(exposed)/2], exposed[len(exposed)*9/10], exposed[len(exposed)-1], strings.TrimSpace(string(load)))
 
 	for trial := range 3 {
 		out, w, evs := renameLoop(t, 20, 10*time.Millisecond, []string{})
@@ -406,7 +444,8 @@ func TestMaskWindowHolderKilled(t *testing.T) {
 
 // TestMaskGuardTornDownMidAction: the jail is closed while the host keeps
 // renaming over its masks; the guard stops with it (TestMain's goleak
-// checks for its goroutine) and leaves no nsenter behind.
+// checks for its goroutine) and leaves no nsenter, mount or mask helper
+// behind.
 func TestMaskGuardTornDownMidAction(t *testing.T) {
 	t.Parallel()
 	w, dir, _ := startMasked(t, map[string]string{".env": "S", "secrets/k": "S"}, []string{"secrets/**"})
@@ -436,7 +475,7 @@ func TestMaskGuardTornDownMidAction(t *testing.T) {
 	}
 	close(stop)
 	t.Logf("%d renames before and while the jail closed", <-renamed)
-	if left := children(t, "nsenter", "mount"); len(left) > 0 {
+	if left := children(t, "nsenter", "mount", "warden"); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
@@ -542,5 +581,34 @@ func TestProtectedSurvivesHostGitConfig(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, ".git/config")); strings.Contains(string(b), "fsmonitor") {
 		t.Fatalf(".git/config on the host holds what the jail wrote:\n%s", b)
+	}
+}
+
+// TestMaskGuardWithoutHelper: where the mask helper cannot start, mount(8)
+// through a new nsenter puts back file and directory masks and protected
+// binds. Not parallel: it turns the helper off for the jails it starts.
+func TestMaskGuardWithoutHelper(t *testing.T) {
+	testenv.Need(t, "bwrap")
+	bwrap.SetMaskHelper(false)
+	w, dir, ev := startMasked(t, map[string]string{".env": "S", "secrets/k": "S", "docs/x": "1"}, []string{"secrets/**"})
+	bwrap.SetMaskHelper(true)
+	replace(t, filepath.Join(dir, ".env"), "SECRET1")
+	writeFile(t, filepath.Join(dir, "secrets.new/k"), "SECRET2")
+	if err := os.RemoveAll(filepath.Join(dir, "secrets")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "secrets.new"), filepath.Join(dir, "secrets")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		if out := jailSh(t, w, "cat .env secrets/k 2>&1; echo"); strings.Contains(out, "SECRET") {
+			return fmt.Sprintf("the jail reads %q; events %+v", out, ev.get())
+		}
+		return ""
+	})
+	for _, e := range ev.get() {
+		if e.Action == "killed" {
+			t.Errorf("the jail was killed: %+v", e)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,6 +33,9 @@ const MaskSource = "/run/warden/empty"
 // process can see or trace it.
 type remasker struct {
 	nsenter, mount string
+	// helper mounts masks in a few system calls (maskHelper); nil, or
+	// gone, mount(8) through a new nsenter does.
+	helper *maskHelper
 	// userns, mntns and root are the jail's, held from the start: a pid
 	// reused after the jail is gone reaches none of them.
 	userns, mntns, root *os.File
@@ -71,8 +75,16 @@ func newRemasker(pid int) (_ *remasker, err error) {
 			break
 		}
 	}
-	if r.mount == "" {
-		return nil, errors.New("the jail has no mount(8) to mask a path again")
+	if !useMaskHelper.Load() {
+		err = errors.New("the mask helper is turned off")
+	} else {
+		r.helper, err = startMaskHelper(r)
+	}
+	if err != nil {
+		r.helper = nil
+		if r.mount == "" {
+			return nil, fmt.Errorf("the jail has no mount(8) to mask a path again, and %w", err)
+		}
 	}
 	return r, nil
 }
@@ -82,12 +94,17 @@ func newRemasker(pid int) (_ *remasker, err error) {
 // read-only file (EmptyFile: MaskSource), or path itself read-only (Bind:
 // a protected path).
 func (r *remasker) Mask(path string, kind jail.MountKind) error {
-	// The mount namespace and root are the jail's: its files do not
-	// exist here. Both are opened by nsenter before it joins them.
-	args := []string{
-		"--user=/proc/self/fd/3", "--mount=/proc/self/fd/4", "--root=/proc/self/fd/5", "--wd=/proc/self/fd/5",
-		"--", r.mount, "--no-mtab", "--no-canonicalize",
+	if r.helper != nil {
+		err := r.helper.ask(path, kind)
+		if err == nil {
+			return nil
+		}
+		if !r.helper.dead {
+			return err
+		}
+		// The helper is gone: mount(8) does it.
 	}
+	args := r.nsenterArgs(r.mount, "--no-mtab", "--no-canonicalize")
 	switch kind {
 	case jail.EmptyDir:
 		args = append(args, "-t", "tmpfs", "-o", "ro,nosuid,nodev,mode=0755", "tmpfs", path)
@@ -110,8 +127,21 @@ func (r *remasker) Mask(path string, kind jail.MountKind) error {
 	return nil
 }
 
-// Close releases the jail's namespaces.
+// nsenterArgs are nsenter's arguments to run argv in the jail (the user
+// namespace, mount namespace and root are its descriptors 3, 4 and 5, held
+// open by the host: the jail's files do not exist here, and nsenter opens
+// them before it joins any namespace).
+func (r *remasker) nsenterArgs(argv ...string) []string {
+	return append([]string{
+		"--user=/proc/self/fd/3", "--mount=/proc/self/fd/4", "--root=/proc/self/fd/5", "--wd=/proc/self/fd/5", "--",
+	}, argv...)
+}
+
+// Close ends the helper and releases the jail's namespaces.
 func (r *remasker) Close() {
+	if r.helper != nil {
+		r.helper.Close()
+	}
 	for _, f := range []*os.File{r.userns, r.mntns, r.root} {
 		if f != nil {
 			f.Close()
@@ -148,3 +178,9 @@ func waitForRoot(pid int, timeout time.Duration) error {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// useMaskHelper: a jail gets a mask helper (tests turn it off to try
+// mount(8)).
+var useMaskHelper atomic.Bool
+
+func init() { useMaskHelper.Store(true) }

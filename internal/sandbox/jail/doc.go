@@ -80,11 +80,14 @@
 //     changes, compares what the jail sees with the host's file; where they
 //     are the same the backend mounts the mask again. What is left is the
 //     window between the rename and the new mount, measured by
-//     internal/sandbox/bwrap's TestMaskWindow: median 3 ms, p90 6.5 ms, at
-//     most 15 ms from the inotify event (100 renames, load 9-11 on 2
-//     cores); a jailed loop reading the file as fast as it can through 20
-//     renames 10 ms apart saw a secret in 11-13% of its reads, when the
-//     guard did not catch it holding the file. A command that reads the
+//     internal/sandbox/bwrap's TestMaskWindow (100 renames 10 ms apart,
+//     load 11 on 2 cores, twice): from the start of the rename to the mask
+//     in place, median 0.8 ms, p90 4.5-5.7 ms, max 36-81 ms (the guard's
+//     own part, from reading the event: median 0.5 ms; the rest is the
+//     scheduler waking it); a jailed loop reading the file as fast as it
+//     can through 20 renames saw a secret in 300 to 52,000 of its 35,000
+//     to 150,000 reads (0 to 40%; it competes with the guard for the
+//     CPU), and was killed in 4 trials of 6. A command that reads the
 //     file in the window has read it; a process of the jail that still has
 //     it (or, for a directory, anything below it) open, mapped or as its
 //     working directory when the mask is back gets the jail killed, as does

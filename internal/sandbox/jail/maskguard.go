@@ -36,9 +36,12 @@ type MaskEvent struct {
 	// masked), or "killed" (the mask could not be restored, or a process of
 	// the jail held the exposed file open: the jail was killed).
 	Action string
-	// Exposed is how long the jail could reach the host's file: from the
-	// inotify event to the mask being in place again (or the kill).
+	// Exposed is from the inotify event being read to the mask in place
+	// again (or the kill); the rename itself came earlier, by the time the
+	// kernel took to wake the guard.
 	Exposed time.Duration
+	// At is when the mask was in place again (or the jail killed).
+	At time.Time
 	// Err says why the jail was killed.
 	Err error
 }
@@ -259,7 +262,7 @@ func (g *MaskGuard) check(paths []string, at time.Time) {
 		case err != nil:
 			g.kill(p, at, err)
 		case action != "":
-			g.report(MaskEvent{Path: p, Action: action, Exposed: time.Since(at)})
+			g.report(MaskEvent{Path: p, Action: action, Exposed: time.Since(at), At: time.Now()})
 		}
 	}
 }
@@ -426,7 +429,7 @@ func (g *MaskGuard) openInJail(p string) (int, error) {
 func (g *MaskGuard) kill(p string, at time.Time, err error) {
 	g.cfg.Kill()
 	g.killed = true
-	g.report(MaskEvent{Path: p, Action: "killed", Exposed: time.Since(at), Err: err})
+	g.report(MaskEvent{Path: p, Action: "killed", Exposed: time.Since(at), At: time.Now(), Err: err})
 }
 
 func (g *MaskGuard) report(ev MaskEvent) {
