@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -109,12 +110,18 @@ func mountMask(path string, kind jail.MountKind) error {
 
 // maskHelper is the host's end of a running mask helper.
 type maskHelper struct {
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	dead bool
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	outRaw io.ReadCloser
+	out    *bufio.Reader
+	dead   bool
 }
+
+// maskHelperTimeout bounds one request: a helper that does not answer is
+// taken for gone (the jail's teardown waits for the guard, which waits for
+// the answer).
+const maskHelperTimeout = 10 * time.Second
 
 // startMaskHelper starts the helper in the jail r opened, as the jail's
 // copy of the warden binary (jail.JailExe: the host's, bound read-only).
@@ -133,7 +140,7 @@ func startMaskHelper(r *remasker) (*maskHelper, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	h := &maskHelper{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	h := &maskHelper{cmd: cmd, in: in, outRaw: out, out: bufio.NewReader(out)}
 	// A request it must refuse proves it runs and answers.
 	if err := h.ask(MaskSource, -1); err == nil || !strings.Contains(err.Error(), "no mask of kind") {
 		h.Close()
@@ -153,9 +160,13 @@ func (h *maskHelper) ask(path string, kind jail.MountKind) error {
 		h.dead = true
 		return err
 	}
+	if f, ok := h.outRaw.(*os.File); ok {
+		f.SetReadDeadline(time.Now().Add(maskHelperTimeout))
+	}
 	line, err := h.out.ReadString('\n')
 	if err != nil {
 		h.dead = true
+		h.cmd.Process.Kill()
 		return fmt.Errorf("the mask helper is gone: %w", err)
 	}
 	line = strings.TrimSpace(line)
@@ -165,8 +176,11 @@ func (h *maskHelper) ask(path string, kind jail.MountKind) error {
 	return errors.New(strings.TrimPrefix(line, "error "))
 }
 
-// Close ends the helper (EOF on its input) and waits for it.
+// Close ends the helper (EOF on its input) and waits for it; one that
+// does not answer in time is killed.
 func (h *maskHelper) Close() {
 	h.in.Close()
+	t := time.AfterFunc(maskHelperTimeout, func() { h.cmd.Process.Kill() })
 	h.cmd.Wait()
+	t.Stop()
 }

@@ -173,7 +173,7 @@ func TestMaskGuardAttacks(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 			writeFile(t, p, "SECRET1")
-		}, "cat .env", "placeholder"},
+		}, "cat .env", "remasked"},
 		{"delete, jail plants, then the host writes", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, ".env")
 			if err := os.Remove(p); err != nil {

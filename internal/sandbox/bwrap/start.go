@@ -267,7 +267,7 @@ func guardMasks(l jail.Launch, layout *jail.Layout, p *proc, childPID int) (*jai
 	}
 	p.remask = rm
 	cfg := jail.GuardConfig{
-		Layout: layout, Hold: p.hold, Root: fmt.Sprintf("/proc/%d/root", childPID),
+		Layout: layout, Root: fmt.Sprintf("/proc/%d/root", childPID),
 		Remask: func(path string, kind jail.MountKind) error {
 			if rm == nil {
 				return rmErr

@@ -50,7 +50,8 @@ type Launch struct {
 	Egress *Egress
 	// MaskEvents, when set, is told each time a backend restores a mask
 	// the host's changes removed, or kills the jail because it cannot (see
-	// MaskGuard); the Logger is told too.
+	// MaskGuard); the Logger is told too. It is called from the guard's
+	// goroutine, which waits for it: it must not block.
 	MaskEvents func(MaskEvent)
 }
 

@@ -93,11 +93,13 @@
 //     working directory when the mask is back gets the jail killed, as does
 //     a mask that cannot be mounted again (8 tries) or a masked name that
 //     became a symbolic link (a mount lands on the link's target). A
-//     process that read and closed it in the window is not found. A literal
-//     masked file deleted on the host gets its placeholder back (the jail
-//     could otherwise create the name, for the host to read); a directory
-//     does not (the user's own `mv new secrets` would move into it) and is
-//     masked again when it returns, so in between a command can create it.
+//     process that read and closed it in the window is not found. A masked
+//     path deleted or renamed away on the host is masked again when the name
+//     returns; in between, a command can create it, and the host then reads
+//     what it wrote (a placeholder put back at once would fight the user's
+//     own `rm -r` of the directory, or move their `mv new secrets` into
+//     it). A command that holds such a file open when the host writes its
+//     secret into it is found by the same look, and the jail killed.
 //     Writing a file in place keeps it masked throughout. Protected paths
 //     (read-only binds of themselves: git's control files, ro_paths in the
 //     workspace) are kept read-only the same way: `git config` on the host

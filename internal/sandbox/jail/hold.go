@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,24 +30,7 @@ const placeholderXattr = "user.warden.placeholder"
 type Hold struct {
 	ws   string
 	dir  *os.File
-	mu   sync.Mutex
 	todo []string // placeholders to remove, when this jail is the last one
-}
-
-// add records a placeholder made while the jail runs (MaskGuard).
-func (h *Hold) add(p string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !slices.Contains(h.todo, p) {
-		h.todo = append(h.todo, p)
-	}
-}
-
-// placeholders are the placeholders the jail stands on.
-func (h *Hold) placeholders() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.todo)
 }
 
 // holdWorkspace takes a shared lock on the workspace directory ws. It waits
@@ -83,8 +65,7 @@ func (h *Hold) Release() error {
 		h.dir.Close() // drops the lock
 		h.dir = nil
 	}()
-	todo := h.placeholders()
-	if len(todo) == 0 {
+	if len(h.todo) == 0 {
 		return nil
 	}
 	// Converting the shared lock may drop it first; that is fine: this jail
@@ -95,7 +76,7 @@ func (h *Hold) Release() error {
 		}
 		return fmt.Errorf("failed to lock workspace %s: %w", h.ws, err)
 	}
-	return removePlaceholders(h.ws, todo)
+	return removePlaceholders(h.ws, h.todo)
 }
 
 // removePlaceholders removes, deepest first and through an os.Root of ws,

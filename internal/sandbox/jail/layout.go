@@ -68,8 +68,6 @@ type Layout struct {
 	Writable, Readable []string
 	// Masked counts the masked paths.
 	Masked int
-	// Literal are the masked paths a literal pattern names (Masks.Literal).
-	Literal []string
 	// GitIgnore hides the mask placeholders from git in the jail
 	// (Masks.GitIgnore; the worker writes it in the jail's HOME).
 	GitIgnore []string
@@ -175,7 +173,6 @@ func NewLayout(ws, exe string, s Settings, m *Masks) (*Layout, error) {
 		l.Mounts = append(l.Mounts, Mount{Kind: EmptyFile, Target: f})
 	}
 	l.Masked = len(m.Dirs) + len(m.Files)
-	l.Literal = m.Literal
 	l.GitIgnore = m.GitIgnore
 	return l, nil
 }

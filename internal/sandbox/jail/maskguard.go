@@ -31,10 +31,9 @@ import (
 type MaskEvent struct {
 	// Path is the masked path (absolute, as on the host and in the jail).
 	Path string
-	// Action is "remasked" (the mask is mounted again), "placeholder" (a
-	// literal mask deleted on the host got its placeholder back, then was
-	// masked), or "killed" (the mask could not be restored, or a process of
-	// the jail held the exposed file open: the jail was killed).
+	// Action is "remasked" (the mask is mounted again) or "killed" (the
+	// mask could not be restored, or a process of the jail held the
+	// exposed file open: the jail was killed).
 	Action string
 	// Exposed is from the inotify event being read to the mask in place
 	// again (or the kill); the rename itself came earlier, by the time the
@@ -53,9 +52,6 @@ type GuardConfig struct {
 	// path of the workspace onto itself (protected paths, git's control
 	// files, ro_paths) are kept read-only the same way.
 	Layout *Layout
-	// Hold is the jail's hold on the placeholders; a placeholder made again
-	// joins it.
-	Hold *Hold
 	// Root is the jail's root directory as the host reaches it
 	// (/proc/PID/root of a process of the jail).
 	Root string
@@ -75,17 +71,16 @@ type GuardConfig struct {
 
 // MaskGuard keeps a running jail's masks over the names they cover.
 type MaskGuard struct {
-	cfg     GuardConfig
-	ws      string
-	masks   map[string]MountKind // guarded path -> what covers it
-	literal map[string]bool
-	root    *os.File // the jail's root, O_PATH
-	in      *os.File // the inotify descriptor
-	mu      sync.Mutex
-	wds     map[int32]string // watch descriptor -> directory
-	done    chan struct{}
-	stop    sync.Once
-	killed  bool
+	cfg    GuardConfig
+	ws     string
+	masks  map[string]MountKind // guarded path -> what covers it
+	root   *os.File             // the jail's root, O_PATH
+	in     *os.File             // the inotify descriptor
+	mu     sync.Mutex
+	wds    map[int32]string // watch descriptor -> directory
+	done   chan struct{}
+	stop   sync.Once
+	killed bool
 }
 
 // watchMask is what a MaskGuard hears about in a watched directory: a name
@@ -95,14 +90,15 @@ const watchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_DELETE | unix.IN_M
 
 // GuardMasks starts guarding the masks of a running jail. It checks every
 // mask once before it returns (a rename between the jail's mounts and the
-// watches is caught). Stop it once the jail has exited, before the Hold is
-// released.
+// watches is caught). Stop it once the jail has exited, before the Hold on
+// the placeholders is released (a placeholder removed while the guard runs
+// is a mask gone from the host, and nothing to cover).
 func GuardMasks(cfg GuardConfig) (_ *MaskGuard, err error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	g := &MaskGuard{
-		cfg: cfg, ws: cfg.Layout.Workspace, masks: map[string]MountKind{}, literal: map[string]bool{},
+		cfg: cfg, ws: cfg.Layout.Workspace, masks: map[string]MountKind{},
 		wds: map[int32]string{}, done: make(chan struct{}),
 	}
 	for _, m := range cfg.Layout.Mounts {
@@ -115,9 +111,6 @@ func GuardMasks(cfg GuardConfig) (_ *MaskGuard, err error) {
 		case m.Kind == Bind && m.ReadOnly && m.Source == m.Target:
 			g.masks[m.Target] = Bind
 		}
-	}
-	for _, p := range cfg.Layout.Literal {
-		g.literal[p] = true
 	}
 	if len(g.masks) == 0 {
 		close(g.done)
@@ -295,30 +288,11 @@ func (g *MaskGuard) fix(p string) (string, error) {
 func (g *MaskGuard) fixOnce(p string) (action string, done bool, err error) {
 	host, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		if !g.literal[p] || g.masks[p] != EmptyFile {
-			// A glob's match that is gone: nothing to cover. A directory:
-			// a placeholder would take the name from the user's own `mv
-			// new secrets` (which would move into it); masked again when
-			// it is back.
-			return "", true, nil
-		}
-		if st, err := os.Stat(filepath.Dir(p)); err != nil || !st.IsDir() {
-			// Its directory is gone too: the watch above sees it return.
-			return "", true, nil
-		}
-		// A literal mask is never missing while a jail runs: the jail
-		// could create the name, and the host would read what it put there.
-		if err := createPlaceholders(g.ws, []string{p}, nil); err != nil {
-			return "", true, err
-		}
-		if g.cfg.Hold != nil {
-			g.cfg.Hold.add(p)
-		}
-		action = "placeholder"
-		host, err = os.Lstat(p)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return action, false, err // renamed over again already
+		// Gone from the host: nothing to cover; masked again when the
+		// name is back. No placeholder is made in its place: it would
+		// fight the user's own rm -r or mv of the directory (which would
+		// fail, or move into it).
+		return "", true, nil
 	}
 	if err != nil {
 		return action, true, fmt.Errorf("stat %s: %w", p, err)

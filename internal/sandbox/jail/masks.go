@@ -31,10 +31,6 @@ type Masks struct {
 	Files, Dirs  []string
 	Protect      []string
 	Placeholders []string
-	// Literal are the masked paths a literal pattern names (not a glob):
-	// while a jail runs, one deleted on the host gets its placeholder back
-	// (see MaskGuard).
-	Literal []string
 	// GitDirs are the workspace's git directories, each bound onto itself
 	// so that a jailed command cannot rename or replace it (see ResolveGit).
 	GitDirs []string
@@ -66,14 +62,10 @@ func isLiteral(p string) bool { return !strings.ContainsAny(p, `*?[{\`) }
 //     read-only, so a command cannot plant, say, .git/hooks.
 func ResolveMasks(dir string, mask, protect []string) (*Masks, error) {
 	m := &Masks{}
-	isLiteralMask := false // set while the literal patterns are resolved
 	addPath := func(abs string, wantDir bool, placeholder bool, toProtect bool) {
 		if toProtect {
 			m.Protect = append(m.Protect, abs)
 			return
-		}
-		if placeholder || isLiteralMask {
-			m.Literal = append(m.Literal, abs)
 		}
 		if wantDir {
 			m.Dirs = append(m.Dirs, abs)
@@ -106,9 +98,6 @@ func ResolveMasks(dir string, mask, protect []string) (*Masks, error) {
 			}
 			abs := filepath.Join(dir, filepath.FromSlash(lit))
 			st, err := os.Lstat(abs)
-			// A link's target is not what the pattern names: deleted, it
-			// gets no placeholder.
-			isLiteralMask = !isProtect && (err != nil || st.Mode()&fs.ModeSymlink == 0)
 			switch {
 			case err == nil && st.Mode()&fs.ModeSymlink != 0:
 				if t, ok := linkInside(dir, abs); ok {
@@ -134,7 +123,6 @@ func ResolveMasks(dir string, mask, protect []string) (*Masks, error) {
 			}
 		}
 	}
-	isLiteralMask = false
 	if len(globs)+len(pglobs) > 0 {
 		n := 0
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -191,11 +179,9 @@ func ResolveMasks(dir string, mask, protect []string) (*Masks, error) {
 	m.Protect = slices.DeleteFunc(dedupe(m.Protect), func(f string) bool {
 		return under(f) || slices.Contains(m.Dirs, f) || slices.Contains(m.Files, f)
 	})
-	dropped := func(f string) bool {
+	m.Placeholders = slices.DeleteFunc(dedupe(m.Placeholders), func(f string) bool {
 		return under(f) || !(slices.Contains(m.Dirs, f) || slices.Contains(m.Files, f))
-	}
-	m.Placeholders = slices.DeleteFunc(dedupe(m.Placeholders), dropped)
-	m.Literal = slices.DeleteFunc(dedupe(m.Literal), dropped)
+	})
 	if n := len(m.Files) + len(m.Dirs); n > maxMasks {
 		return nil, fmt.Errorf("%d paths to mask, more than %d; narrow the mask patterns", n, maxMasks)
 	}
