@@ -41,6 +41,10 @@ type Options struct {
 	// value; see EgressOptions). Runtime hooks, not settings: no part of
 	// the fingerprint.
 	Egress *EgressOptions `json:"-"`
+	// MaskEvents, when set, is told each time a masked path replaced on
+	// the host is masked again in the jail, or the jail is killed because
+	// it cannot be (the audit's hook; the Logger is told too).
+	MaskEvents func(jail.MaskEvent) `json:"-"`
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -56,7 +60,7 @@ func (o *Options) launch(s Settings) *jail.Launch {
 		Workspace: o.Workspace, Sandbox: o.Sandbox, Settings: s,
 		Mask: o.Mask, Protected: o.Protected, EnvAllowlist: o.EnvAllowlist,
 		Executable: o.Executable, Bwrap: o.Bwrap, HostEnv: o.HostEnv,
-		Logger: o.Logger, StartTimeout: o.StartTimeout,
+		Logger: o.Logger, StartTimeout: o.StartTimeout, MaskEvents: o.MaskEvents,
 	}
 }
 

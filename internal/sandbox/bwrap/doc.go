@@ -27,6 +27,26 @@
 // catches anything left; cgroups of a warden that died are swept at the
 // next start.
 //
+// The jail's masks are kept over the names they cover while it runs
+// (jail.MaskGuard): a masked path the host replaces (a rename over it, a
+// delete) loses its mount in the jail, and is mounted again from the host
+// side. Go cannot join a mount namespace, so nsenter(1) joins the user
+// namespace that owns the jail's mount namespace (the host user that ran
+// bubblewrap is root there), the mount namespace and the jail's root, and
+// runs the jail's copy of the warden binary (jail.JailExe, the host's,
+// read-only) as the mask helper, started with the jail and ended with it:
+// it builds each mask detached and read-only (open_tree or fsmount,
+// mount_setattr) and moves it over the path (move_mount, which follows no
+// symbolic link there), a fraction of a millisecond. Where the helper
+// cannot start or dies, mount(8) from the jail's /usr (the host's,
+// read-only; nothing of the jail can replace it or preload into it: its
+// root and /etc are read-only) is run through a new nsenter each time
+// (about 3 ms). Those processes are in none of the jail's pid namespaces
+// and under none of its seccomp or Landlock rules: no jailed process can
+// see, signal or trace them. File masks are bound from MaskSource, an empty
+// file bubblewrap writes into the jail's read-only root (--file). Without
+// nsenter, a replaced mask kills the jail instead.
+//
 // # Non-goals and known limits
 //
 //   - The jail's first process (bubblewrap's init) holds the worker's

@@ -38,6 +38,9 @@ type Plan struct {
 	// DataFD is the first of the file descriptors the layout's empty files
 	// read their (empty) contents from, one each, in order.
 	DataFD int
+	// MaskSourceFD is read (empty) into MaskSource, the file a mask the
+	// host's changes removed is bound from again (0: none).
+	MaskSourceFD int
 	// SeccompFD carries the seccomp program (0: none).
 	SeccompFD int
 	// BlockFD and InfoFD are bubblewrap's --block-fd and --info-fd (0: none).
@@ -133,6 +136,9 @@ func (p *Plan) Args() ([]string, error) {
 		default:
 			return nil, fmt.Errorf("mount of kind %v has no bubblewrap equivalent", m.Kind)
 		}
+	}
+	if p.MaskSourceFD > 0 {
+		a = append(a, "--file", strconv.Itoa(p.MaskSourceFD), MaskSource)
 	}
 	// The jail's own root (a tmpfs bubblewrap builds) is read-only too:
 	// nothing can be added to /etc, / or the mount points.

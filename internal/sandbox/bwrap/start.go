@@ -96,6 +96,11 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (_ *jail.Starte
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the seccomp filter: %w", err)
 	}
+	src, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	plan.MaskSourceFD = addFD(src)
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -199,6 +204,9 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (_ *jail.Starte
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("failed to start the jail: %w", err))
 	}
+	if p.guard, err = guardMasks(l, layout, p, childPID); err != nil {
+		return fail(fmt.Errorf("failed to guard the jail's masks: %w", err))
+	}
 	info := jail.Info{
 		Workspace: layout.Workspace, Backend: s.Backend, Lockdown: s.Lockdown, Forced: s.Forced, Network: s.Network && !s.Lockdown,
 		Seccomp: "filter passed to bwrap", PidsMax: pidsMax, PID: cmd.Process.Pid, Masked: layout.Masked,
@@ -216,6 +224,8 @@ type proc struct {
 	cg     *pidsCgroup
 	stderr *jail.Tail
 	hold   *jail.Hold
+	guard  *jail.MaskGuard
+	remask *remasker
 }
 
 func (p *proc) Kill() {
@@ -230,9 +240,54 @@ func (p *proc) Kill() {
 func (p *proc) Wait() error        { return p.cmd.Wait() }
 func (p *proc) StderrTail() string { return p.stderr.String() }
 
-// Cleanup removes the pids cgroup and releases the jail's hold on the mask
-// placeholders (the last jail of the workspace removes them).
-func (p *proc) Cleanup() error { return errors.Join(p.cg.destroy(), p.hold.Release()) }
+// Cleanup stops guarding the masks, removes the pids cgroup and releases
+// the jail's hold on the mask placeholders (the last jail of the workspace
+// removes them).
+func (p *proc) Cleanup() error {
+	p.guard.Stop()
+	if p.remask != nil {
+		p.remask.Close()
+	}
+	return errors.Join(p.cg.destroy(), p.hold.Release())
+}
+
+// guardMasks starts watching the jail's masks (jail.MaskGuard): a masked
+// path the host replaces is masked again in the jail; where it cannot be,
+// the jail is killed.
+func guardMasks(l jail.Launch, layout *jail.Layout, p *proc, childPID int) (*jail.MaskGuard, error) {
+	log := l.Log()
+	// bubblewrap builds the jail's mounts and pivots into its root once
+	// released from --block-fd: until then /proc/PID/root is the host's.
+	if err := waitForRoot(childPID, l.StartTimeout); err != nil {
+		return nil, err
+	}
+	rm, rmErr := newRemasker(childPID)
+	if rmErr != nil {
+		log.Warn("a masked path replaced on the host will kill the jail rather than be masked again", "error", rmErr)
+	}
+	p.remask = rm
+	cfg := jail.GuardConfig{
+		Layout: layout, Root: fmt.Sprintf("/proc/%d/root", childPID),
+		Remask: func(path string, kind jail.MountKind) error {
+			if rm == nil {
+				return rmErr
+			}
+			return rm.Mask(path, kind)
+		},
+		Kill: p.Kill, Report: l.MaskEvents, Log: log,
+	}
+	if p.cg != nil {
+		cfg.Holds = func(path string, host os.FileInfo) (bool, error) {
+			return jail.ProcessesHold(p.cg.pids(), path, host), nil
+		}
+	}
+	begin := time.Now()
+	g, err := jail.GuardMasks(cfg)
+	if err == nil {
+		log.Debug("guarding the jail's masks", "masks", layout.Masked, "watches", g.Watches(), "took", time.Since(begin))
+	}
+	return g, err
+}
 
 // envValue is the value of name in env (KEY=VALUE entries), or "".
 func envValue(env []string, name string) string {

@@ -48,6 +48,11 @@ type Launch struct {
 	// Egress is set under network = "allowlist": the host side of the
 	// jail's network, which the backend binds into the jail.
 	Egress *Egress
+	// MaskEvents, when set, is told each time a backend restores a mask
+	// the host's changes removed, or kills the jail because it cannot (see
+	// MaskGuard); the Logger is told too. It is called from the guard's
+	// goroutine, which waits for it: it must not block.
+	MaskEvents func(MaskEvent)
 }
 
 // Egress is what a jail under network = "allowlist" gets from the host's
