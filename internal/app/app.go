@@ -192,6 +192,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		a.closers.add(m.Close)
 		opts := JailOptions(cfg, a.root.Dir(), a.log)
 		opts.Egress = je.opts
+		opts.MaskEvents = maskAudit(sinks, a.root.Dir(), a.log)
 		env.FS, env.Runner = m.FS(opts), m.Runner(opts)
 		a.jail, a.jailOpts = m, opts
 		jail = newJailCheck(m, opts)

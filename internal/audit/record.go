@@ -49,7 +49,7 @@ type Decision string
 // rows carry deny. Rows of other events (approval_request,
 // approval_collapsed, approval_executed, grant_created, grant_used,
 // grant_revoked, grant_expired, llm_call, stop, undo, undo_resume,
-// undo_rollback) carry none.
+// undo_rollback, sandbox_mask) carry none.
 const (
 	// DecisionAllow: the policy let the call run without asking.
 	DecisionAllow Decision = "allow"
