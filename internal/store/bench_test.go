@@ -40,3 +40,35 @@ func BenchmarkDecide(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppend appends audit records one after another, each its own
+// transaction (what one MCP session's sequential calls do), and from 8
+// goroutines at once (calls in flight together, which share transactions).
+//
+//	go test -run '^$' -bench Append -benchtime 3000x ./internal/store/
+func BenchmarkAppend(b *testing.B) {
+	rec := &audit.Record{Event: "tool_call", Tool: "read_file", Decision: audit.DecisionAllow, Success: true}
+	for _, be := range backends {
+		b.Run(be.name+"/sequential", func(b *testing.B) {
+			s := be.open(b, nil)
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := s.AppendAudit(ctx, rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(be.name+"/parallel8", func(b *testing.B) {
+			s := be.open(b, nil)
+			ctx := context.Background()
+			b.SetParallelism(4) // 8 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.AppendAudit(ctx, rec); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -66,7 +66,7 @@ func (s *DB) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditR
 		// lock: nobody else can have moved the head.
 		last, prev = s.head.id, s.head.hash
 	} else {
-		err := tx.QueryRowContext(ctx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
+		err := s.queryRow(ctx, tx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("failed to read the audit chain head: %w", err)
 		}

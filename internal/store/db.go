@@ -73,9 +73,12 @@ type DB struct {
 
 	rebound sync.Map // query with '?' → query with $n (PostgreSQL)
 	stmts   sync.Map // query → *sql.Stmt (SQLite)
-	nstmts  atomic.Int64
-	watch   *watcher
-	closing sync.Once
+	// toPrepare holds the queries write transactions ran unprepared, to
+	// prepare once the transaction is over (SQLite; see stmt).
+	toPrepare sync.Map // query → struct{}
+	nstmts    atomic.Int64
+	watch     *watcher
+	closing   sync.Once
 }
 
 // SQLite is the store's historical name, kept for callers that name it.
@@ -215,6 +218,9 @@ func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context
 	s.queue = append([]*writeJob(nil), s.queue[n:]...)
 	s.queueMu.Unlock()
 	s.runBatch(batch)
+	if s.backend == BackendSQLite {
+		s.prepareQueued(context.WithoutCancel(ctx))
+	}
 	return job.err
 }
 
@@ -257,7 +263,7 @@ func (s *DB) runBatch(jobs []*writeJob) {
 	kept := 0
 	for _, j := range jobs {
 		if !single {
-			if _, err := tx.Exec("SAVEPOINT batch_job"); err != nil {
+			if _, err := s.exec(context.Background(), tx, "SAVEPOINT batch_job"); err != nil {
 				finish(err)
 				return
 			}
@@ -289,12 +295,12 @@ func (s *DB) runBatch(jobs []*writeJob) {
 			release = "ROLLBACK TO SAVEPOINT batch_job"
 			s.head.tx = nil // the rows it appended are gone
 		}
-		if _, err := tx.Exec(release); err != nil {
+		if _, err := s.exec(context.Background(), tx, release); err != nil {
 			finish(err)
 			return
 		}
 		if release != "RELEASE SAVEPOINT batch_job" {
-			if _, err := tx.Exec("RELEASE SAVEPOINT batch_job"); err != nil {
+			if _, err := s.exec(context.Background(), tx, "RELEASE SAVEPOINT batch_job"); err != nil {
 				finish(err)
 				return
 			}
@@ -366,15 +372,48 @@ const maxStmts = 128
 
 // stmt returns query prepared on SQLite, where preparing a statement costs
 // about a third of a short query (pgx caches prepared statements per
-// connection by itself), or nil to run it unprepared. Only reads outside
-// a transaction use it: preparing needs a connection of the pool, which a
-// body holding the write transaction must not wait for (an in-memory
-// database has one), and a fresh connection's setup may need the lock that
-// transaction holds.
+// connection by itself), or nil to run it unprepared.
+//
+// A statement of a write transaction is never prepared from inside it:
+// preparing needs a connection of the pool, which a body holding the write
+// transaction must not wait for (an in-memory database has one), and a
+// fresh connection's setup may need the lock that transaction holds. It
+// runs unprepared the first time and is prepared after the transaction
+// (prepareQueued); from then on the transaction uses the prepared
+// statement, which database/sql prepares once per connection.
 func (s *DB) stmt(ctx context.Context, q execer, query string) *sql.Stmt {
-	if s.backend != BackendSQLite || s.path == ":memory:" || q != s.db {
+	if s.backend != BackendSQLite {
 		return nil
 	}
+	if tx, ok := q.(*sql.Tx); ok {
+		v, ok := s.stmts.Load(query)
+		if !ok {
+			if s.nstmts.Load() < maxStmts {
+				s.toPrepare.Store(query, struct{}{})
+			}
+			return nil
+		}
+		return tx.StmtContext(ctx, v.(*sql.Stmt))
+	}
+	if s.path == ":memory:" || q != s.db {
+		return nil
+	}
+	return s.prepared(ctx, query)
+}
+
+// prepareQueued prepares the statements write transactions ran unprepared
+// (stmt). It runs outside any transaction.
+func (s *DB) prepareQueued(ctx context.Context) {
+	s.toPrepare.Range(func(k, _ any) bool {
+		s.toPrepare.Delete(k)
+		s.prepared(ctx, k.(string))
+		return true
+	})
+}
+
+// prepared returns query prepared on the database (not a transaction),
+// preparing it if needed, or nil if it cannot be.
+func (s *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 	v, ok := s.stmts.Load(query)
 	if !ok {
 		if s.nstmts.Load() >= maxStmts {
