@@ -57,6 +57,36 @@ func BenchmarkStdio(b *testing.B) {
 	}
 }
 
+// read_file calls over one `warden mcp` stdio session with 8 in flight at
+// once (a client that pipelines): the SDK's server handles them
+// concurrently, and their audit records share transactions.
+func BenchmarkStdioInFlight(b *testing.B) {
+	h := newHome(b, benchConfig())
+	cmd := exec.Command(warden(b), "mcp", "--workspace", h.ws)
+	cmd.Env = h.env
+	cmd.Stderr = os.Stderr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	p := &sdk.CallToolParams{Name: "read_file", Arguments: json.RawMessage(benchCalls["read_file"])}
+	if res, err := cs.CallTool(b.Context(), p); err != nil || res.IsError {
+		b.Fatalf("%v %v", err, res)
+	}
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := cs.CallTool(b.Context(), p); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
 // The same calls, one `warden tool call` process each.
 func BenchmarkProcess(b *testing.B) {
 	for _, tool := range []string{"read_file", "run_command"} {
