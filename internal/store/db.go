@@ -47,19 +47,19 @@ type Options struct {
 // dialects differ (placeholders, the schema, how writers are serialised,
 // how other processes are told about a change) are marked.
 type DB struct {
-	// writeMu lets one write transaction of this process at a time ask
-	// the database for the write lock: writers of one process queue here,
-	// in order, instead of waiting in the database while holding pool
-	// connections that readers need.
-	writeMu sync.Mutex
+	// writer is held (a one-slot semaphore) by the one goroutine of this
+	// process whose write transaction asks the database for the write
+	// lock: writers of one process queue here, in order, instead of waiting
+	// in the database while holding pool connections that readers need.
+	writer chan struct{}
 	// head is the audit chain's last row as appended in the transaction
-	// tx, so a batch reads it once (guarded by writeMu).
+	// tx, so a batch reads it once (guarded by writer).
 	head struct {
 		tx   *sql.Tx
 		id   int64
 		hash string
 	}
-	// queue holds the write jobs waiting for writeMu (inTxOpts).
+	// queue holds the write jobs waiting for writer (inTxOpts).
 	queueMu sync.Mutex
 	queue   []*writeJob
 	db      *sql.DB
@@ -185,8 +185,10 @@ type writeJob struct {
 	what string
 	o    txOpts
 	f    func(context.Context, *sql.Tx) error
-	err  error
-	done bool // guarded by DB.writeMu
+	err  error // set before done is closed
+	// done is closed once the job's transaction is over, by whichever
+	// writer ran it.
+	done chan struct{}
 }
 
 // maxBatch bounds how many callers' writes share one transaction.
@@ -202,15 +204,26 @@ const maxBatch = 64
 // and the round trips of BEGIN and COMMIT) is shared. A failed commit fails
 // every body of the batch.
 func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context.Context, *sql.Tx) error) error {
-	job := &writeJob{ctx: ctx, what: what, o: o, f: f}
+	job := &writeJob{ctx: ctx, what: what, o: o, f: f, done: make(chan struct{})}
 	s.queueMu.Lock()
 	s.queue = append(s.queue, job)
 	s.queueMu.Unlock()
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if job.done { // a writer before us ran it
+	// Wait until a writer before us has run our job, or the write slot is
+	// ours. The jobs of a batch are released at once (done is closed),
+	// without passing through the slot, so they come back with their next
+	// write while the next batch is still forming: with several writes in
+	// flight, batches stay as large as the writers in flight.
+	select {
+	case <-job.done:
 		return job.err
+	case s.writer <- struct{}{}:
+	}
+	defer func() { <-s.writer }()
+	select {
+	case <-job.done: // run by the writer we waited for
+		return job.err
+	default:
 	}
 	s.queueMu.Lock()
 	n := min(len(s.queue), maxBatch)
@@ -218,6 +231,9 @@ func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context
 	s.queue = append([]*writeJob(nil), s.queue[n:]...)
 	s.queueMu.Unlock()
 	s.runBatch(batch)
+	for _, j := range batch {
+		close(j.done)
+	}
 	if s.backend == BackendSQLite {
 		s.prepareQueued(context.WithoutCancel(ctx))
 	}
@@ -232,7 +248,6 @@ func (s *DB) runBatch(jobs []*writeJob) {
 			if err != nil {
 				j.err = fmt.Errorf("failed to %s: %w", j.what, err)
 			}
-			j.done = true
 		}
 	}
 	if len(jobs) == 1 && jobs[0].ctx.Err() != nil {
@@ -307,20 +322,13 @@ func (s *DB) runBatch(jobs []*writeJob) {
 		}
 	}
 	if kept == 0 {
-		for _, j := range jobs {
-			j.done = true
-		}
 		return // nothing to keep: the deferred rollback ends it
 	}
 	if err := tx.Commit(); err != nil {
 		for _, j := range jobs {
 			j.err = fmt.Errorf("failed to %s: %w", j.what, err)
-			j.done = true
 		}
 		return
-	}
-	for _, j := range jobs {
-		j.done = true
 	}
 	if !light {
 		s.watch.kick()
