@@ -179,7 +179,7 @@ func (s *DB) Resolve(ctx context.Context, id string, t Transition, rec *audit.Re
 
 func (s *DB) transition(ctx context.Context, id, op string, t Transition, live bool, rec *audit.Record) (*Approval, error) {
 	var out *Approval
-	err := s.inTx(ctx, op+" approval request "+id, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.inTxOpts(ctx, op+" approval request "+id, txOpts{cleanRefusals: true}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = s.decideIn(ctx, tx, id, op, t, live, rec)
 		return err

@@ -33,7 +33,7 @@ func ChainHash(prev string, id, timeMS int64, event, requestID, record string) s
 // AppendAudit implements Store.
 func (s *DB) AppendAudit(ctx context.Context, rec *audit.Record) (*AuditRow, error) {
 	var row *AuditRow
-	err := s.inTx(ctx, "append an audit record", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.inTxOpts(ctx, "append an audit record", txOpts{cleanRefusals: true}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		row, err = s.append(ctx, tx, rec)
 		return err

@@ -164,6 +164,10 @@ type txOpts struct {
 	// no audit row: on PostgreSQL they skip the writers' lock and the
 	// notification.
 	light bool
+	// cleanRefusals says that when the body refuses (returns one of the
+	// store's own errors, isStoreError), it has written nothing, so a
+	// batch needs no savepoint to undo it (runBatch).
+	cleanRefusals bool
 }
 
 // committedError is an error returned by a transaction's body after a
@@ -241,25 +245,42 @@ func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context
 }
 
 // runBatch runs jobs in one transaction and records each one's result.
+//
+// A job whose refusals write nothing (txOpts.cleanRefusals) runs without a
+// savepoint of its own, which costs two round trips on PostgreSQL: if it
+// refuses, there is nothing to undo. If such a job fails in another way
+// (a statement's error, which on PostgreSQL aborts the whole transaction),
+// the batch is rolled back and run again with a savepoint for every job.
 func (s *DB) runBatch(jobs []*writeJob) {
+	if s.runBatchTx(jobs, false) {
+		for _, j := range jobs {
+			j.err = nil
+		}
+		s.runBatchTx(jobs, true)
+	}
+}
+
+// runBatchTx runs jobs in one transaction, each in a savepoint unless it
+// does not need one (all do if savepoints is set). It reports whether the
+// batch must run again with savepoints (runBatch); then it committed
+// nothing.
+func (s *DB) runBatchTx(jobs []*writeJob, savepoints bool) (again bool) {
 	defer func() { s.head.tx = nil }()
 	finish := func(err error) {
 		for _, j := range jobs {
-			if err != nil {
-				j.err = fmt.Errorf("failed to %s: %w", j.what, err)
-			}
+			j.err = fmt.Errorf("failed to %s: %w", j.what, err)
 		}
 	}
 	if len(jobs) == 1 && jobs[0].ctx.Err() != nil {
 		finish(jobs[0].ctx.Err())
-		return
+		return false
 	}
 	// The transaction outlives any one caller's context: each body's
 	// statements run under its own.
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		finish(err)
-		return
+		return false
 	}
 	defer tx.Rollback()
 	light := true
@@ -268,19 +289,22 @@ func (s *DB) runBatch(jobs []*writeJob) {
 	}
 	if s.backend == BackendPostgres && !light {
 		// One round trip takes the writers' lock and queues the wake-up,
-		// which PostgreSQL delivers at commit (and drops on rollback).
+		// which PostgreSQL delivers at commit (and drops on rollback). The
+		// audit head is read by a later statement: this one's snapshot
+		// was taken before it had the lock.
 		if _, err := tx.Exec("SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", lockWriters, notifyChannel); err != nil {
 			finish(err)
-			return
+			return false
 		}
 	}
 	single := len(jobs) == 1
 	kept := 0
 	for _, j := range jobs {
-		if !single {
+		savepoint := !single && (savepoints || !j.o.cleanRefusals)
+		if savepoint {
 			if _, err := s.exec(context.Background(), tx, "SAVEPOINT batch_job"); err != nil {
 				finish(err)
-				return
+				return false
 			}
 		}
 		// A body that started runs to its end even if its caller gives
@@ -299,10 +323,12 @@ func (s *DB) runBatch(jobs []*writeJob) {
 			kept++
 		case isStoreError(ferr):
 			j.err = ferr
+		case !single && !savepoint:
+			return true // part of it may be in the transaction
 		default:
 			j.err = fmt.Errorf("failed to %s: %w", j.what, ferr)
 		}
-		if single {
+		if !savepoint {
 			continue
 		}
 		release := "RELEASE SAVEPOINT batch_job"
@@ -312,27 +338,26 @@ func (s *DB) runBatch(jobs []*writeJob) {
 		}
 		if _, err := s.exec(context.Background(), tx, release); err != nil {
 			finish(err)
-			return
+			return false
 		}
 		if release != "RELEASE SAVEPOINT batch_job" {
 			if _, err := s.exec(context.Background(), tx, "RELEASE SAVEPOINT batch_job"); err != nil {
 				finish(err)
-				return
+				return false
 			}
 		}
 	}
 	if kept == 0 {
-		return // nothing to keep: the deferred rollback ends it
+		return false // nothing to keep: the deferred rollback ends it
 	}
 	if err := tx.Commit(); err != nil {
-		for _, j := range jobs {
-			j.err = fmt.Errorf("failed to %s: %w", j.what, err)
-		}
-		return
+		finish(err)
+		return false
 	}
 	if !light {
 		s.watch.kick()
 	}
+	return false
 }
 
 // isStoreError reports whether err is one of the store's own refusals,
