@@ -72,3 +72,35 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkList lists the 50 newest of 1,000 pending requests among 5,000
+// decided ones: what the supervisor page and bench/approvals' clients ask.
+//
+//	go test -run '^$' -bench List ./internal/store/
+func BenchmarkList(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			s := be.open(b, nil)
+			ctx := context.Background()
+			for i := range 6000 {
+				a := newPending(time.Hour, CurrentOwner())
+				a.Args = []byte(`{"command":"make test","workdir":"src/pkg"}`)
+				if err := s.Create(ctx, a, nil); err != nil {
+					b.Fatal(err)
+				}
+				if i%6 != 0 {
+					if _, err := s.Decide(ctx, a.ID, approve("alice"), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				got, err := s.List(ctx, Filter{State: Pending, Limit: 50})
+				if err != nil || len(got) != 50 {
+					b.Fatal(len(got), err)
+				}
+			}
+		})
+	}
+}

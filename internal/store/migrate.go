@@ -164,9 +164,15 @@ func (s *DB) SchemaVersions(ctx context.Context) ([]int, error) {
 }
 
 // schemaV4 indexes requests by their call's binding hash, which every
-// supervised call looks up (List with Filter.ArgsHash) before it asks; the
-// same DDL on both databases.
-const schemaV4 = `CREATE INDEX approvals_args_hash ON approvals(args_hash, created_at)`
+// supervised call looks up (List with Filter.ArgsHash) before it asks, and
+// replaces the index by state with one that holds List's whole order
+// (created_at, seq), so listing the newest pending requests reads just
+// those rows instead of sorting ties; the same DDL on both databases.
+const schemaV4 = `
+CREATE INDEX approvals_args_hash ON approvals(args_hash, created_at, seq);
+CREATE INDEX approvals_state_order ON approvals(state, created_at, seq);
+DROP INDEX approvals_state;
+`
 
 // The schema on SQLite. Times are Unix milliseconds.
 const schemaV1 = `
