@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -68,7 +70,18 @@ definitions are pinned on first use; a changed one is refused until
 	return cmd
 }
 
+// mcpGCPercent is the garbage collector's target for a `warden mcp`
+// session, unless $GOGC sets one. The MCP SDK decodes every message with a
+// fresh JSON decoder and its large buffer while the live heap stays a few
+// MB, so at Go's default (100) the collector ran every few dozen calls and
+// took a fifth of the process's CPU; 400 nearly doubled the calls a
+// session serves per second (BENCHMARKS.md, MCP).
+const mcpGCPercent = 400
+
 func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(mcpGCPercent)
+	}
 	log := newLogger(stderr)
 	protectSecrets(log)
 	flags := g.app(f.noCommands, f.dryRun)

@@ -238,8 +238,14 @@ func TestReplicas(t *testing.T) {
 	ws := filepath.Join(f.dir, "ws")
 
 	// The migrations raced: each version is recorded once.
-	if v, err := f.st.SchemaVersions(ctx); err != nil || len(v) != 3 || v[0] != 1 || v[2] != 3 {
+	v, err := f.st.SchemaVersions(ctx)
+	if err != nil || len(v) < 4 {
 		t.Fatalf("schema_migrations after three replicas started together: %v, %v", v, err)
+	}
+	for i, n := range v {
+		if n != i+1 {
+			t.Fatalf("schema_migrations after three replicas started together: %v", v)
+		}
 	}
 
 	t.Run("decided on another replica", func(t *testing.T) {

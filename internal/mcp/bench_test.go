@@ -29,23 +29,30 @@ var benchCalls = map[string]string{
 	"run_command": `{"command":"true"}`,
 }
 
+// benchSession starts `warden mcp` (closed when b ends) and returns its
+// session and the call of tool, made once.
+func benchSession(b *testing.B, tool string) (*sdk.ClientSession, *sdk.CallToolParams) {
+	h := newHome(b, benchConfig())
+	cmd := exec.Command(warden(b), "mcp", "--workspace", h.ws)
+	cmd.Env = h.env
+	cmd.Stderr = os.Stderr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	p := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(benchCalls[tool])}
+	if res, err := cs.CallTool(b.Context(), p); err != nil || res.IsError {
+		b.Fatalf("%v %v", err, res)
+	}
+	return cs, p
+}
+
 // Tool calls over one `warden mcp` stdio session.
 func BenchmarkStdio(b *testing.B) {
 	for _, tool := range []string{"read_file", "run_command"} {
 		b.Run(tool, func(b *testing.B) {
-			h := newHome(b, benchConfig())
-			cmd := exec.Command(warden(b), "mcp", "--workspace", h.ws)
-			cmd.Env = h.env
-			cmd.Stderr = os.Stderr
-			cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			p := &sdk.CallToolParams{Name: tool, Arguments: json.RawMessage(benchCalls[tool])}
-			if res, err := cs.CallTool(b.Context(), p); err != nil || res.IsError {
-				b.Fatalf("%v %v", err, res)
-			}
+			cs, p := benchSession(b, tool)
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := cs.CallTool(b.Context(), p); err != nil {
@@ -55,6 +62,24 @@ func BenchmarkStdio(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		})
 	}
+}
+
+// read_file calls over one `warden mcp` stdio session with 8 in flight at
+// once (a client that pipelines): the SDK's server handles them
+// concurrently, and their audit records share transactions.
+func BenchmarkStdioInFlight(b *testing.B) {
+	cs, p := benchSession(b, "read_file")
+	b.SetParallelism(4) // 8 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := cs.CallTool(b.Context(), p); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
 // The same calls, one `warden tool call` process each.

@@ -179,7 +179,7 @@ func (s *DB) Resolve(ctx context.Context, id string, t Transition, rec *audit.Re
 
 func (s *DB) transition(ctx context.Context, id, op string, t Transition, live bool, rec *audit.Record) (*Approval, error) {
 	var out *Approval
-	err := s.inTx(ctx, op+" approval request "+id, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.inTxOpts(ctx, op+" approval request "+id, txOpts{cleanRefusals: true}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		out, err = s.decideIn(ctx, tx, id, op, t, live, rec)
 		return err
@@ -202,9 +202,30 @@ func (s *DB) decideIn(ctx context.Context, tx *sql.Tx, id, op string, t Transiti
 	}
 	// RETURNING hands back the decided row in the same round trip; only a
 	// refused decision reads the row again to say why.
-	cur, err := scanApproval(s.queryRow(ctx, tx, q+" RETURNING "+approvalCols, args...))
-	if err == nil {
-		return cur, s.appendIn(ctx, tx, id, rec)
+	var cur *Approval
+	var err error
+	if s.backend == BackendPostgres && rec != nil {
+		// One round trip decides and appends: the audit row, hashed
+		// beforehand from the head this transaction holds, is inserted by
+		// the same statement, once per decided row (none if refused).
+		r := *rec
+		r.RequestID = id
+		row, body, rerr := s.nextAuditRow(ctx, tx, &r)
+		if rerr != nil {
+			return nil, rerr
+		}
+		one := "WITH d AS (" + q + " RETURNING " + approvalCols + "), a AS (INSERT INTO audit (" + auditCols +
+			") SELECT ?::bigint, ?::bigint, ?::text, ?::text, ?::text, ?::text, ?::text FROM d) SELECT " + approvalCols + " FROM d"
+		cur, err = scanApproval(s.queryRow(ctx, tx, one, append(args, row.auditArgs(body)...)...))
+		if err == nil {
+			s.appended(tx, row)
+			return cur, nil
+		}
+	} else {
+		cur, err = scanApproval(s.queryRow(ctx, tx, q+" RETURNING "+approvalCols, args...))
+		if err == nil {
+			return cur, s.appendIn(ctx, tx, id, rec)
+		}
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, err

@@ -33,7 +33,7 @@ func ChainHash(prev string, id, timeMS int64, event, requestID, record string) s
 // AppendAudit implements Store.
 func (s *DB) AppendAudit(ctx context.Context, rec *audit.Record) (*AuditRow, error) {
 	var row *AuditRow
-	err := s.inTx(ctx, "append an audit record", func(ctx context.Context, tx *sql.Tx) error {
+	err := s.inTxOpts(ctx, "append an audit record", txOpts{cleanRefusals: true}, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		row, err = s.append(ctx, tx, rec)
 		return err
@@ -60,15 +60,33 @@ func (s *DB) appendIn(ctx context.Context, tx *sql.Tx, requestID string, rec *au
 }
 
 func (s *DB) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditRow, error) {
+	row, body, err := s.nextAuditRow(ctx, tx, rec)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.exec(ctx, tx, "INSERT INTO audit (id, time, event, request_id, record, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		row.auditArgs(body)...)
+	if err != nil {
+		return nil, fmt.Errorf("failed to append audit row %d: %w", row.ID, err)
+	}
+	s.appended(tx, row)
+	return row, nil
+}
+
+// nextAuditRow returns rec as the row that would follow the chain's head
+// in tx, and its encoded record, without inserting it. Its hash is final:
+// the caller inserts it (auditArgs) and then calls appended, in tx, which
+// holds the writers' lock.
+func (s *DB) nextAuditRow(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditRow, string, error) {
 	prev, last := GenesisHash, int64(0)
 	if s.head.tx == tx {
 		// Appended earlier in this transaction, which holds the writers'
 		// lock: nobody else can have moved the head.
 		last, prev = s.head.id, s.head.hash
 	} else {
-		err := tx.QueryRowContext(ctx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
+		err := s.queryRow(ctx, tx, "SELECT id, hash FROM audit ORDER BY id DESC LIMIT 1").Scan(&last, &prev)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("failed to read the audit chain head: %w", err)
+			return nil, "", fmt.Errorf("failed to read the audit chain head: %w", err)
 		}
 	}
 	r := *rec
@@ -78,17 +96,21 @@ func (s *DB) append(ctx context.Context, tx *sql.Tx, rec *audit.Record) (*AuditR
 	r.Time = r.Time.UTC()
 	body, err := json.Marshal(&r)
 	if err != nil {
-		return nil, fmt.Errorf("failed to encode the audit record: %w", err)
+		return nil, "", fmt.Errorf("failed to encode the audit record: %w", err)
 	}
 	id, ms := last+1, r.Time.UnixMilli()
 	hash := ChainHash(prev, id, ms, r.Event, r.RequestID, string(body))
-	_, err = s.exec(ctx, tx, "INSERT INTO audit (id, time, event, request_id, record, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		id, ms, r.Event, r.RequestID, string(body), prev, hash)
-	if err != nil {
-		return nil, fmt.Errorf("failed to append audit row %d: %w", id, err)
-	}
-	s.head.tx, s.head.id, s.head.hash = tx, id, hash
-	return &AuditRow{ID: id, Time: time.UnixMilli(ms).UTC(), Record: r, PrevHash: prev, Hash: hash}, nil
+	return &AuditRow{ID: id, Time: time.UnixMilli(ms).UTC(), Record: r, PrevHash: prev, Hash: hash}, string(body), nil
+}
+
+// auditArgs are the values of row's columns, in auditCols' order.
+func (row *AuditRow) auditArgs(body string) []any {
+	return []any{row.ID, row.Time.UnixMilli(), row.Record.Event, row.Record.RequestID, body, row.PrevHash, row.Hash}
+}
+
+// appended records row as the chain's head in tx.
+func (s *DB) appended(tx *sql.Tx, row *AuditRow) {
+	s.head.tx, s.head.id, s.head.hash = tx, row.ID, row.Hash
 }
 
 const auditCols = "id, time, event, request_id, record, prev_hash, hash"

@@ -47,19 +47,19 @@ type Options struct {
 // dialects differ (placeholders, the schema, how writers are serialised,
 // how other processes are told about a change) are marked.
 type DB struct {
-	// writeMu lets one write transaction of this process at a time ask
-	// the database for the write lock: writers of one process queue here,
-	// in order, instead of waiting in the database while holding pool
-	// connections that readers need.
-	writeMu sync.Mutex
+	// writer is held (a one-slot semaphore) by the one goroutine of this
+	// process whose write transaction asks the database for the write
+	// lock: writers of one process queue here, in order, instead of waiting
+	// in the database while holding pool connections that readers need.
+	writer chan struct{}
 	// head is the audit chain's last row as appended in the transaction
-	// tx, so a batch reads it once (guarded by writeMu).
+	// tx, so a batch reads it once (guarded by writer).
 	head struct {
 		tx   *sql.Tx
 		id   int64
 		hash string
 	}
-	// queue holds the write jobs waiting for writeMu (inTxOpts).
+	// queue holds the write jobs waiting for writer (inTxOpts).
 	queueMu sync.Mutex
 	queue   []*writeJob
 	db      *sql.DB
@@ -73,9 +73,12 @@ type DB struct {
 
 	rebound sync.Map // query with '?' → query with $n (PostgreSQL)
 	stmts   sync.Map // query → *sql.Stmt (SQLite)
-	nstmts  atomic.Int64
-	watch   *watcher
-	closing sync.Once
+	// toPrepare holds the queries write transactions ran unprepared, to
+	// prepare once the transaction is over (SQLite; see stmt).
+	toPrepare sync.Map // query → struct{}
+	nstmts    atomic.Int64
+	watch     *watcher
+	closing   sync.Once
 }
 
 // SQLite is the store's historical name, kept for callers that name it.
@@ -161,6 +164,10 @@ type txOpts struct {
 	// no audit row: on PostgreSQL they skip the writers' lock and the
 	// notification.
 	light bool
+	// cleanRefusals says that when the body refuses (returns one of the
+	// store's own errors, isStoreError), it has written nothing, so a
+	// batch needs no savepoint to undo it (runBatch).
+	cleanRefusals bool
 }
 
 // committedError is an error returned by a transaction's body after a
@@ -182,8 +189,10 @@ type writeJob struct {
 	what string
 	o    txOpts
 	f    func(context.Context, *sql.Tx) error
-	err  error
-	done bool // guarded by DB.writeMu
+	err  error // set before done is closed
+	// done is closed once the job's transaction is over, by whichever
+	// writer ran it.
+	done chan struct{}
 }
 
 // maxBatch bounds how many callers' writes share one transaction.
@@ -199,15 +208,26 @@ const maxBatch = 64
 // and the round trips of BEGIN and COMMIT) is shared. A failed commit fails
 // every body of the batch.
 func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context.Context, *sql.Tx) error) error {
-	job := &writeJob{ctx: ctx, what: what, o: o, f: f}
+	job := &writeJob{ctx: ctx, what: what, o: o, f: f, done: make(chan struct{})}
 	s.queueMu.Lock()
 	s.queue = append(s.queue, job)
 	s.queueMu.Unlock()
 
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if job.done { // a writer before us ran it
+	// Wait until a writer before us has run our job, or the write slot is
+	// ours. The jobs of a batch are released at once (done is closed),
+	// without passing through the slot, so they come back with their next
+	// write while the next batch is still forming: with several writes in
+	// flight, batches stay as large as the writers in flight.
+	select {
+	case <-job.done:
 		return job.err
+	case s.writer <- struct{}{}:
+	}
+	defer func() { <-s.writer }()
+	select {
+	case <-job.done: // run by the writer we waited for
+		return job.err
+	default:
 	}
 	s.queueMu.Lock()
 	n := min(len(s.queue), maxBatch)
@@ -215,30 +235,52 @@ func (s *DB) inTxOpts(ctx context.Context, what string, o txOpts, f func(context
 	s.queue = append([]*writeJob(nil), s.queue[n:]...)
 	s.queueMu.Unlock()
 	s.runBatch(batch)
+	for _, j := range batch {
+		close(j.done)
+	}
+	if s.backend == BackendSQLite {
+		s.prepareQueued(context.WithoutCancel(ctx))
+	}
 	return job.err
 }
 
 // runBatch runs jobs in one transaction and records each one's result.
+//
+// A job whose refusals write nothing (txOpts.cleanRefusals) runs without a
+// savepoint of its own, which costs two round trips on PostgreSQL: if it
+// refuses, there is nothing to undo. If such a job fails in another way
+// (a statement's error, which on PostgreSQL aborts the whole transaction),
+// the batch is rolled back and run again with a savepoint for every job.
 func (s *DB) runBatch(jobs []*writeJob) {
+	if s.runBatchTx(jobs, false) {
+		for _, j := range jobs {
+			j.err = nil
+		}
+		s.runBatchTx(jobs, true)
+	}
+}
+
+// runBatchTx runs jobs in one transaction, each in a savepoint unless it
+// does not need one (all do if savepoints is set). It reports whether the
+// batch must run again with savepoints (runBatch); then it committed
+// nothing.
+func (s *DB) runBatchTx(jobs []*writeJob, savepoints bool) (again bool) {
 	defer func() { s.head.tx = nil }()
 	finish := func(err error) {
 		for _, j := range jobs {
-			if err != nil {
-				j.err = fmt.Errorf("failed to %s: %w", j.what, err)
-			}
-			j.done = true
+			j.err = fmt.Errorf("failed to %s: %w", j.what, err)
 		}
 	}
 	if len(jobs) == 1 && jobs[0].ctx.Err() != nil {
 		finish(jobs[0].ctx.Err())
-		return
+		return false
 	}
 	// The transaction outlives any one caller's context: each body's
 	// statements run under its own.
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		finish(err)
-		return
+		return false
 	}
 	defer tx.Rollback()
 	light := true
@@ -247,19 +289,22 @@ func (s *DB) runBatch(jobs []*writeJob) {
 	}
 	if s.backend == BackendPostgres && !light {
 		// One round trip takes the writers' lock and queues the wake-up,
-		// which PostgreSQL delivers at commit (and drops on rollback).
+		// which PostgreSQL delivers at commit (and drops on rollback). The
+		// audit head is read by a later statement: this one's snapshot
+		// was taken before it had the lock.
 		if _, err := tx.Exec("SELECT pg_advisory_xact_lock($1), pg_notify($2, '')", lockWriters, notifyChannel); err != nil {
 			finish(err)
-			return
+			return false
 		}
 	}
 	single := len(jobs) == 1
 	kept := 0
 	for _, j := range jobs {
-		if !single {
-			if _, err := tx.Exec("SAVEPOINT batch_job"); err != nil {
+		savepoint := !single && (savepoints || !j.o.cleanRefusals)
+		if savepoint {
+			if _, err := s.exec(context.Background(), tx, "SAVEPOINT batch_job"); err != nil {
 				finish(err)
-				return
+				return false
 			}
 		}
 		// A body that started runs to its end even if its caller gives
@@ -278,10 +323,12 @@ func (s *DB) runBatch(jobs []*writeJob) {
 			kept++
 		case isStoreError(ferr):
 			j.err = ferr
+		case !single && !savepoint:
+			return true // part of it may be in the transaction
 		default:
 			j.err = fmt.Errorf("failed to %s: %w", j.what, ferr)
 		}
-		if single {
+		if !savepoint {
 			continue
 		}
 		release := "RELEASE SAVEPOINT batch_job"
@@ -289,36 +336,28 @@ func (s *DB) runBatch(jobs []*writeJob) {
 			release = "ROLLBACK TO SAVEPOINT batch_job"
 			s.head.tx = nil // the rows it appended are gone
 		}
-		if _, err := tx.Exec(release); err != nil {
+		if _, err := s.exec(context.Background(), tx, release); err != nil {
 			finish(err)
-			return
+			return false
 		}
 		if release != "RELEASE SAVEPOINT batch_job" {
-			if _, err := tx.Exec("RELEASE SAVEPOINT batch_job"); err != nil {
+			if _, err := s.exec(context.Background(), tx, "RELEASE SAVEPOINT batch_job"); err != nil {
 				finish(err)
-				return
+				return false
 			}
 		}
 	}
 	if kept == 0 {
-		for _, j := range jobs {
-			j.done = true
-		}
-		return // nothing to keep: the deferred rollback ends it
+		return false // nothing to keep: the deferred rollback ends it
 	}
 	if err := tx.Commit(); err != nil {
-		for _, j := range jobs {
-			j.err = fmt.Errorf("failed to %s: %w", j.what, err)
-			j.done = true
-		}
-		return
-	}
-	for _, j := range jobs {
-		j.done = true
+		finish(err)
+		return false
 	}
 	if !light {
 		s.watch.kick()
 	}
+	return false
 }
 
 // isStoreError reports whether err is one of the store's own refusals,
@@ -366,15 +405,48 @@ const maxStmts = 128
 
 // stmt returns query prepared on SQLite, where preparing a statement costs
 // about a third of a short query (pgx caches prepared statements per
-// connection by itself), or nil to run it unprepared. Only reads outside
-// a transaction use it: preparing needs a connection of the pool, which a
-// body holding the write transaction must not wait for (an in-memory
-// database has one), and a fresh connection's setup may need the lock that
-// transaction holds.
+// connection by itself), or nil to run it unprepared.
+//
+// A statement of a write transaction is never prepared from inside it:
+// preparing needs a connection of the pool, which a body holding the write
+// transaction must not wait for (an in-memory database has one), and a
+// fresh connection's setup may need the lock that transaction holds. It
+// runs unprepared the first time and is prepared after the transaction
+// (prepareQueued); from then on the transaction uses the prepared
+// statement, which database/sql prepares once per connection.
 func (s *DB) stmt(ctx context.Context, q execer, query string) *sql.Stmt {
-	if s.backend != BackendSQLite || s.path == ":memory:" || q != s.db {
+	if s.backend != BackendSQLite {
 		return nil
 	}
+	if tx, ok := q.(*sql.Tx); ok {
+		v, ok := s.stmts.Load(query)
+		if !ok {
+			if s.nstmts.Load() < maxStmts {
+				s.toPrepare.Store(query, struct{}{})
+			}
+			return nil
+		}
+		return tx.StmtContext(ctx, v.(*sql.Stmt))
+	}
+	if s.path == ":memory:" || q != s.db {
+		return nil
+	}
+	return s.prepared(ctx, query)
+}
+
+// prepareQueued prepares the statements write transactions ran unprepared
+// (stmt). It runs outside any transaction.
+func (s *DB) prepareQueued(ctx context.Context) {
+	s.toPrepare.Range(func(k, _ any) bool {
+		s.toPrepare.Delete(k)
+		s.prepared(ctx, k.(string))
+		return true
+	})
+}
+
+// prepared returns query prepared on the database (not a transaction),
+// preparing it if needed, or nil if it cannot be.
+func (s *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 	v, ok := s.stmts.Load(query)
 	if !ok {
 		if s.nstmts.Load() >= maxStmts {

@@ -331,7 +331,7 @@ func TestMigrateV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]int{1, 2, 3}, got); d != "" {
+	if d := cmp.Diff([]int{1, 2, 3, 4}, got); d != "" {
 		t.Errorf("schema_migrations (-want +got):\n%s", d)
 	}
 	if a, err := s.Get(ctx, "old"); err != nil || a.Owner.Lease != "" {

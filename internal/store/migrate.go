@@ -22,6 +22,7 @@ var migrations = []migration{
 	{1, "approval requests and the audit chain", schemaV1, pgSchemaV1},
 	{2, "grants", schemaV2, pgSchemaV2},
 	{3, "callers' leases", schemaV3, pgSchemaV3},
+	{4, "an index of approval requests by call", schemaV4, schemaV4},
 }
 
 const schemaMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -161,6 +162,17 @@ func (s *DB) SchemaVersions(ctx context.Context) ([]int, error) {
 	}
 	return out, rows.Err()
 }
+
+// schemaV4 indexes requests by their call's binding hash, which every
+// supervised call looks up (List with Filter.ArgsHash) before it asks, and
+// replaces the index by state with one that holds List's whole order
+// (created_at, seq), so listing the newest pending requests reads just
+// those rows instead of sorting ties; the same DDL on both databases.
+const schemaV4 = `
+CREATE INDEX approvals_args_hash ON approvals(args_hash, created_at, seq);
+CREATE INDEX approvals_state_order ON approvals(state, created_at, seq);
+DROP INDEX approvals_state;
+`
 
 // The schema on SQLite. Times are Unix milliseconds.
 const schemaV1 = `

@@ -95,6 +95,38 @@ func child(role string) error {
 			return err
 		}
 		return nil
+	case "stream":
+		// Eight writers deciding requests and appending audit rows (so
+		// they share transactions) until the process is killed; each
+		// result is printed once the store has returned it.
+		var mu sync.Mutex
+		for w := range 8 {
+			go func() {
+				for i := 0; ; i++ {
+					a := newPending(time.Minute, CurrentOwner())
+					if err := s.Create(ctx, a, nil); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(1)
+					}
+					if _, err := s.Decide(ctx, a.ID, approve("stream"), &audit.Record{Event: "approval", Decision: "approved"}); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(1)
+					}
+					mu.Lock()
+					fmt.Println("D", a.ID)
+					mu.Unlock()
+					note := fmt.Sprintf("%d-%d", w, i)
+					if _, err := s.AppendAudit(ctx, &audit.Record{Event: "note", Reason: note}); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(1)
+					}
+					mu.Lock()
+					fmt.Println("A", note)
+					mu.Unlock()
+				}
+			}()
+		}
+		select {}
 	case "hold":
 		// arg: lease TTL. Holds a lease, creates a pending request, prints
 		// its id and waits to be killed.
@@ -296,5 +328,68 @@ func testLeaseOfKilledProcess(t *testing.T, b backend) {
 	}
 	if _, _, err := s.VerifyAudit(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A process killed with SIGKILL while eight of its writers decide and
+// append (between any two statements of a shared transaction): every
+// decision and audit row it had returned is in the database, the chain
+// verifies, and the next process appends after it.
+func TestKillDuringBatchedWrites(t *testing.T) { eachBackend(t, testKillDuringBatchedWrites) }
+
+func testKillDuringBatchedWrites(t *testing.T, b backend) {
+	l := b.locate(t)
+	s := openAt(t, l, nil)
+	ctx := context.Background()
+	for round := range 2 {
+		cmd := childCmd(t, l, "stream", "", time.Time{})
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		var decided, notes []string
+		for sc.Scan() {
+			kind, v, _ := strings.Cut(sc.Text(), " ")
+			if kind == "D" {
+				decided = append(decided, v)
+			} else {
+				notes = append(notes, v)
+			}
+			if len(decided)+len(notes) == 200+150*round {
+				cmd.Process.Signal(syscall.SIGKILL)
+			}
+		}
+		cmd.Wait()
+		for _, id := range decided {
+			if a, err := s.Get(ctx, id); err != nil || a.State != Approved {
+				t.Errorf("round %d: request %s was decided, now %+v, %v", round, id, a, err)
+			}
+		}
+		rows, err := s.Audit(ctx, AuditFilter{Event: "note"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, r := range rows {
+			have[r.Record.Reason] = true
+		}
+		for _, n := range notes {
+			if !have[n] {
+				t.Errorf("round %d: audit row %s was returned but is not in the database", round, n)
+			}
+		}
+		if _, err := s.AppendAudit(ctx, &audit.Record{Event: "after", Reason: strconv.Itoa(round)}); err != nil {
+			t.Fatal(err)
+		}
+		n, _, err := s.VerifyAudit(ctx)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		t.Logf("round %d: %d decisions and %d rows returned before the kill; chain of %d rows", round, len(decided), len(notes), n)
 	}
 }

@@ -44,7 +44,7 @@ func OpenPostgres(ctx context.Context, url string, opts *Options) (*DB, error) {
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	db.SetMaxOpenConns(int(cfg.MaxConns))
-	s := &DB{db: db, pool: pool, where: where, backend: BackendPostgres}
+	s := &DB{db: db, pool: pool, where: where, backend: BackendPostgres, writer: make(chan struct{}, 1)}
 	s.now = opts.Now
 	if s.now == nil {
 		offset, err := serverClockOffset(ctx, pool)

@@ -76,7 +76,7 @@ func OpenSQLite(path string, opts *Options) (*DB, error) {
 		db.SetMaxOpenConns(8)
 		db.SetMaxIdleConns(8)
 	}
-	s := &DB{db: db, now: now, path: path, where: path, backend: BackendSQLite}
+	s := &DB{db: db, now: now, path: path, where: path, backend: BackendSQLite, writer: make(chan struct{}, 1)}
 	s.watch = newWatcher(s, poll, nil)
 	// Processes that open a new database together race to switch it to
 	// WAL, and SQLite answers the loser "busy" without waiting its busy
