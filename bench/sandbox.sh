@@ -14,6 +14,11 @@
 #   LOADGEN=2 bench/sandbox.sh  # with 2 busy loops running on the side:
 #                               # how the ratios move with the load
 #   BENCH='^BenchmarkExecTrue$' bench/sandbox.sh   # only some benchmarks
+#   CPU=1 bench/sandbox.sh      # also CPU time per exec `true` (perf stat's
+#                               # task-clock of the whole tree: host, jail, worker,
+#                               # commands), worker and bare, each round: the
+#                               # steadier number on a loaded machine
+#                               # (needs perf and BENCHTIME=Nx)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
@@ -49,6 +54,30 @@ for ((r = 1; r <= COUNT; r++)); do
 			awk -v b="$b" -v r="$r" '/^Benchmark/ { name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name); print b, r, name, $3 }' >>"$tmp/raw"
 	done
 done
+# cpu BIN SUB N: CPU ms of a run of ExecTrue/SUB with N calls, every
+# descendant included (perf stat's task-clock follows them into the jail;
+# rusage would lose what the jail's init does not reap).
+cpu() {
+	(cd internal/sandbox && perf stat -x, -e task-clock -o "$tmp/perf" "$tmp/$1.test" -test.run '^$' \
+		-test.bench "^BenchmarkExecTrue\$/^$2\$" -test.benchtime "${3}x" -test.count 1 >/dev/null)
+	awk -F, '$3 == "task-clock" {printf "%d\n", $1 * 1000}' "$tmp/perf" # µs
+}
+if [[ -n ${CPU:-} ]]; then
+	n=${BENCHTIME%x}
+	[[ $n =~ ^[0-9]+$ && $n -gt 1 ]] || { echo "CPU=1 needs BENCHTIME=Nx" >&2; exit 1; }
+	command -v perf >/dev/null || { echo "CPU=1 needs perf (apt-get install linux-perf)" >&2; exit 1; }
+	for ((r = 1; r <= COUNT; r++)); do
+		for b in "${bins[@]}"; do
+			for sub in worker bare; do
+				# One call alone, then N: the difference is N-1 calls without
+				# the start (process, jail, worker).
+				c1=$(cpu "$b" "$sub" 1)
+				cn=$(cpu "$b" "$sub" "$n")
+				echo "$b $r CPU/$sub $(((cn - c1) * 1000 / (n - 1)))" >>"$tmp/raw"
+			done
+		done
+	done
+fi
 echo "# load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ -n ${RAW:-} ]]; then cp "$tmp/raw" "$RAW"; fi
 awk -v base="${BASE:-}" '
@@ -67,7 +96,7 @@ function rmed(b, k1, k2,   s, r) { s = ""; for (r in rounds) if ((b, k1, r) in v
 function xmed(k,   s, r) { s = ""; for (r in rounds) if (("after", k, r) in v && v["base", k, r] > 0) s = s " " v["after", k, r] / v["base", k, r]; return median(s) }
 function us(ns) { return sprintf("%10.1f µs", ns / 1000) }
 END {
-	n = split("ExecTrue/worker ExecTrue/bare ExecTrue/bwrap-per-call ReadFile4K/worker ReadFile4K/bare WriteFile4K/worker WriteFile4K/bare ColdStart", keys, " ")
+	n = split("ExecTrue/worker ExecTrue/bare ExecTrue/bwrap-per-call CPU/worker CPU/bare ReadFile4K/worker ReadFile4K/bare WriteFile4K/worker WriteFile4K/bare ColdStart", keys, " ")
 	printf "%-30s %14s", "benchmark (median)", "per call"
 	if (base != "") printf " %14s %10s", "at " base, "÷ " base
 	printf "\n"
@@ -84,6 +113,8 @@ END {
 		tag = (b == "base") ? " (" base ")" : ""
 		if (rmed(b, "ExecTrue/worker", "ExecTrue/bare") > 0)
 			printf "exec true:   worker / bare           = %5.2fx   (goal <= 1.2x)%s\n", rmed(b, "ExecTrue/worker", "ExecTrue/bare"), tag
+		if (rmed(b, "CPU/worker", "CPU/bare") > 0)
+			printf "exec true:   worker / bare, CPU time = %5.2fx   (goal <= 1.2x)%s\n", rmed(b, "CPU/worker", "CPU/bare"), tag
 		if (rmed(b, "ExecTrue/bwrap-per-call", "ExecTrue/worker") > 0)
 			printf "exec true:   bwrap-per-call / worker = %5.2fx   (goal >= 5x)%s\n", rmed(b, "ExecTrue/bwrap-per-call", "ExecTrue/worker"), tag
 		if (rmed(b, "ReadFile4K/worker", "ReadFile4K/bare") > 0)
