@@ -2,6 +2,8 @@ package command
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strconv"
 	"sync"
 )
@@ -59,6 +61,32 @@ func (c *cutter) Write(p []byte) (int, error) {
 		p = p[k+1:]
 	}
 	return n, nil
+}
+
+// copyBufs are the buffers ReadFrom reads a command's output through.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// ReadFrom reads r to its end into c. os/exec copies a command's output
+// pipe into c with io.Copy, which otherwise allocates a 32 KiB buffer for
+// every command: the most of what a command costs the runner's heap, and
+// so of its garbage collections.
+func (c *cutter) ReadFrom(r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	var total int64
+	for {
+		n, err := r.Read(*bp)
+		if n > 0 {
+			c.Write((*bp)[:n])
+			total += int64(n)
+		}
+		if errors.Is(err, io.EOF) {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 func (c *cutter) appendPartial(p []byte) {

@@ -2,8 +2,11 @@ package command
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // FuzzCutter feeds a command's output, in arbitrary writes, to the cutter:
@@ -74,5 +77,29 @@ func checkCutter(t *testing.T, out []byte, maxLines uint8, maxBytes uint16, chun
 		if kept+cut != lines {
 			t.Fatalf("%d lines, %d kept, %d said cut: %q", lines, kept, cut, got)
 		}
+	}
+}
+
+// ReadFrom (the path os/exec takes, through io.Copy) keeps what Write
+// keeps, in whatever pieces the reader returns, and passes on a read error.
+func TestCutterReadFrom(t *testing.T) {
+	out := []byte(strings.Repeat("line of output\n", 5000) + strings.Repeat("y", 70000) + "\nlast")
+	want := newCutter(100, 1<<20)
+	want.Write(out)
+	for _, r := range []io.Reader{bytes.NewReader(out), iotest.OneByteReader(bytes.NewReader(out)), iotest.HalfReader(bytes.NewReader(out))} {
+		c := newCutter(100, 1<<20)
+		n, err := io.Copy(c, r)
+		if err != nil || n != int64(len(out)) {
+			t.Fatalf("io.Copy = %d, %v; want %d, nil", n, err, len(out))
+		}
+		got, gotCut := c.result()
+		w, wCut := want.result()
+		if got != w || gotCut != wCut {
+			t.Errorf("ReadFrom kept %d bytes (%d lines cut), Write %d (%d)", len(got), gotCut, len(w), wCut)
+		}
+	}
+	boom := errors.New("boom")
+	if _, err := newCutter(0, 1<<20).ReadFrom(iotest.ErrReader(boom)); !errors.Is(err, boom) {
+		t.Errorf("ReadFrom of a failing reader: %v, want %v", err, boom)
 	}
 }

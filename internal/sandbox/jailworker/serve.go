@@ -100,6 +100,8 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 		Root: root, Runner: &command.Local{Root: root.Dir(), DefaultTimeout: proto.DefaultExecTimeout},
 		Env: os.Environ(), Fixed: spec.Egress, Hello: hello, Streams: true, StreamStderr: os.Stderr,
 	}
+	in, out, release := pollable(in, out)
+	defer release()
 	if len(spec.Egress) > 0 {
 		// network = "allowlist": the proxy's ports on the jail's loopback,
 		// handing each connection to warden on the host. Without them the
@@ -112,6 +114,78 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 		defer r.Close()
 	}
 	return s.Serve(ctx, in, out)
+}
+
+// pollable returns in and out as files the Go runtime waits on through
+// its network poller, when they are pipes or sockets (as every backend
+// gives them), and in and out unchanged otherwise.
+//
+// A read of a descriptor in blocking mode holds an OS thread and its
+// scheduler slot for as long as the worker waits for the next request,
+// which is most of its life. While a command runs, its wait holds the
+// other slot (2 on a 2-core machine), and with both slots in system calls
+// the runtime's monitor takes one back, again and again, and keeps itself
+// waking every 20 µs: measured, about 30 context switches in the worker per
+// exec of /bin/true against 8 in the same runner on the host, each one a
+// wait for a core when the machine is busy. Through the poller, a
+// goroutine waiting for a request holds no thread.
+//
+// The descriptors are duplicated, so that closing (or finalizing) what
+// this returns leaves stdin and stdout open; O_NONBLOCK is a property of
+// the open pipe, which in a jail only the worker reads (stdin) and writes
+// (stdout). release puts them back in blocking mode.
+func pollable(in io.Reader, out io.Writer) (io.Reader, io.Writer, func()) {
+	var undo []func()
+	conv := func(f *os.File) *os.File {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return nil
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFSOCK {
+			return nil
+		}
+		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return nil
+		}
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fd)
+			return nil
+		}
+		nf := os.NewFile(uintptr(fd), f.Name())
+		undo = append(undo, func() {
+			unix.SetNonblock(fd, false)
+			nf.Close()
+		})
+		return nf
+	}
+	if f, ok := in.(*os.File); ok {
+		if nf := conv(f); nf != nil {
+			in = nf
+		}
+	}
+	if f, ok := out.(*os.File); ok && !sharesStderr(f) {
+		if nf := conv(f); nf != nil {
+			out = nf
+		}
+	}
+	return in, out, func() {
+		for _, u := range undo {
+			u()
+		}
+	}
+}
+
+// sharesStderr reports whether f is the pipe or socket stderr is also
+// written to: that one stays in blocking mode, since the runtime writes a
+// crash report to stderr with a plain write that would fail with EAGAIN
+// on a full pipe.
+func sharesStderr(f *os.File) bool {
+	var a, b unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &a) != nil || unix.Fstat(2, &b) != nil {
+		return true
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // writeGitIgnore writes the patterns that hide the host's mask
