@@ -90,6 +90,9 @@ func TestAutoMode(t *testing.T) {
 			}
 			rows, err := a.Store().Audit(t.Context(), store.AuditFilter{Event: "auto_mode"})
 			if err != nil || len(rows) != 1 {
+				for _, r := range rows {
+					t.Log(r.Record.Reason)
+				}
 				t.Fatalf("auto_mode audit rows: %d %v", len(rows), err)
 			}
 			if st.want["dangerous"] == A {

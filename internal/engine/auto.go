@@ -20,10 +20,15 @@ type JailCheck interface {
 }
 
 // autoState remembers what the engine said about the auto mode, so that
-// it says it once (stderr and audit) and again only when it changes.
+// it says it once and again only when it changes: on stderr whenever the
+// message does, in the audit when the jail goes from healthy to not or
+// back (a jail failing to start says why in words that differ each time —
+// a pid, which end of a pipe broke first — and one row says the mode
+// changed).
 type autoState struct {
-	mu   sync.Mutex
-	said string
+	mu      sync.Mutex
+	said    string
+	audited int // 0: nothing yet; 1: healthy; 2: not
 }
 
 // autoDecide is the auto mode: where the confirmation mode (auto) made a
@@ -85,9 +90,13 @@ func (e *Engine) jailHealthy(ctx context.Context) (bool, string) {
 	if !ok {
 		msg = "auto mode: no working jail (" + why + "): behaving exactly as confirm-sensitive"
 	}
+	state := 2
+	if ok {
+		state = 1
+	}
 	e.auto.mu.Lock()
-	changed := e.auto.said != msg
-	e.auto.said = msg
+	changed, flipped := e.auto.said != msg, e.auto.audited != state
+	e.auto.said, e.auto.audited = msg, state
 	e.auto.mu.Unlock()
 	if changed {
 		if ok {
@@ -95,7 +104,7 @@ func (e *Engine) jailHealthy(ctx context.Context) (bool, string) {
 		} else {
 			e.opts.Log.Warn(msg)
 		}
-		if e.opts.Audit != nil {
+		if e.opts.Audit != nil && flipped {
 			rec := &audit.Record{Time: e.now().UTC(), Event: "auto_mode", Session: e.opts.Env.Session, Agent: e.opts.Env.Agent,
 				Workspace: e.workRoot, Reason: msg, Success: ok}
 			if err := e.opts.Audit.Write(context.WithoutCancel(ctx), rec); err != nil {

@@ -205,7 +205,13 @@ func start(_ context.Context, op *jail.Launch, in, out *os.File) (_ *jail.Starte
 		return fail(fmt.Errorf("failed to start the jail: %w", err))
 	}
 	if p.guard, err = guardMasks(l, layout, p, childPID); err != nil {
-		return fail(fmt.Errorf("failed to guard the jail's masks: %w", err))
+		if !jailEnded(childPID) {
+			return fail(fmt.Errorf("failed to guard the jail's masks: %w", err))
+		}
+		// The jail ended as it started (its first process is the pid
+		// namespace's init: nothing of it runs any more), so there is no
+		// mask to guard; the handshake reports its exit as for any jail.
+		p.guard = nil
 	}
 	info := jail.Info{
 		Workspace: layout.Workspace, Backend: s.Backend, Lockdown: s.Lockdown, Forced: s.Forced, Network: s.Network && !s.Lockdown,
@@ -314,4 +320,25 @@ func readChildPID(r *os.File, timeout time.Duration) (int, error) {
 		return 0, errors.New("bwrap gave no child pid")
 	}
 	return info.ChildPID, nil
+}
+
+// jailEnded reports whether the jail's first process, the init of its pid
+// namespace, has exited (gone, or a zombie): the kernel has then killed
+// every other process of the jail.
+func jailEnded(pid int) bool {
+	// A task's root is gone from /proc once it starts to exit (before it
+	// is a zombie); while bubblewrap builds the jail it is the host's.
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/root", pid)); errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	state := b[i+2]
+	return state == 'Z' || state == 'X'
 }
