@@ -21,6 +21,7 @@ import (
 // completes nothing rather than print an error into the shell.
 func addCompletions(root *cobra.Command, g *globalFlags) {
 	modes := []string{config.ModeConfirmSensitive + "\task for writes, commands and network (default)",
+		config.ModeAuto + "\tinside a healthy jail, ask only for what leaves it",
 		config.ModeConfirmAll + "\task for every call", config.ModeYolo + "\task for nothing"}
 	_ = root.RegisterFlagCompletionFunc("mode", fixed(modes))
 	var walk func(c *cobra.Command)

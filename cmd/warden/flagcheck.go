@@ -9,8 +9,8 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 )
 
-// modes are the values --mode takes.
-var modes = []string{config.ModeYolo, config.ModeConfirmSensitive, config.ModeConfirmAll}
+// modes are the values --mode takes: every confirmation mode.
+var modes = config.Modes
 
 // noWorkspace lists the commands on which the global --workspace and
 // --mode have no effect: they act on the user's database or print
