@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -266,9 +265,9 @@ func TestNetworkErrorRetried(t *testing.T) {
 	}
 
 	// Nothing listening: retried, then a NetworkError naming the host.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
+	// Port 1: nothing listens there (a closed ephemeral port could be
+	// taken by a parallel test's server meanwhile).
+	addr := "127.0.0.1:1"
 	c = newClient(t, "http://"+addr+"/v1", nil)
 	_, err = c.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}})
 	var ne *llm.NetworkError
