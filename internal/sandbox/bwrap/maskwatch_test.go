@@ -445,9 +445,9 @@ func TestMaskWindowHolderKilled(t *testing.T) {
 // TestMaskGuardTornDownMidAction: the jail is closed while the host keeps
 // renaming over its masks; the guard stops with it (TestMain's goleak
 // checks for its goroutine) and leaves no nsenter, mount or mask helper
-// behind.
+// behind. Not parallel: the children it counts would include other tests'
+// jails' mask helpers.
 func TestMaskGuardTornDownMidAction(t *testing.T) {
-	t.Parallel()
 	w, dir, _ := startMasked(t, map[string]string{".env": "S", "secrets/k": "S"}, []string{"secrets/**"})
 	stop := make(chan struct{})
 	renamed := make(chan int)
