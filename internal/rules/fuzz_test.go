@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +70,54 @@ func FuzzPlain(f *testing.F) {
 			if err != nil || len(again) != 1 || !slices.Equal(again[0], argv) {
 				t.Fatalf("argv %q does not survive a round trip: %q %v", argv, again, err)
 			}
+		}
+	})
+}
+
+// FuzzNetworkAlways: the rule "always" writes for a connection allows that
+// destination and nothing else the fuzzer offers: not another port, not
+// another host, not a spelling that names another destination.
+func FuzzNetworkAlways(f *testing.F) {
+	for _, s := range []struct {
+		host  string
+		port  int
+		other string
+		oport int
+	}{
+		{"registry.example", 443, "registry.example", 80},
+		{"registry.example", 443, "x.registry.example", 443},
+		{"Registry.Example.", 443, "registry.example", 443},
+		{"2001:db8::1", 443, "[2001:db8::1]", 443},
+		{"10.0.0.5", 5432, "10.0.0.50", 5432},
+		{"xn--bcher-kva.example", 443, "bücher.example", 443},
+		{"a\x00.example", 443, "a.example", 443},
+	} {
+		f.Add(s.host, s.port, s.other, s.oport)
+	}
+	f.Fuzz(func(t *testing.T, host string, port int, other string, oport int) {
+		args, _ := json.Marshal(map[string]any{"host": host, "port": port})
+		specs, err := Narrowest(NetworkTool, args, nil)
+		if err != nil {
+			return
+		}
+		target, err := NetworkTarget(args)
+		if err != nil {
+			t.Fatalf("Narrowest wrote a rule for arguments NetworkTarget refuses: %v", err)
+		}
+		set, err := NewSet(specs)
+		if err != nil {
+			t.Fatalf("the narrowest rule %+v does not compile: %v", specs, err)
+		}
+		if d := set.Decide(Call{Tool: NetworkTool, Host: target}).Decision; d != Allow {
+			t.Fatalf("the rule for %s does not allow it: %s", target, d)
+		}
+		oargs, _ := json.Marshal(map[string]any{"host": other, "port": oport})
+		otarget, err := NetworkTarget(oargs)
+		if err != nil {
+			return
+		}
+		if d := set.Decide(Call{Tool: NetworkTool, Host: otarget}).Decision; d == Allow && otarget != target {
+			t.Fatalf("the rule for %s also allows %s", target, otarget)
 		}
 	})
 }
