@@ -76,6 +76,7 @@ type MaskGuard struct {
 	masks  map[string]MountKind // guarded path -> what covers it
 	root   *os.File             // the jail's root, O_PATH
 	in     *os.File             // the inotify descriptor
+	inRaw  syscall.RawConn      // in's descriptor, held open while a watch is added
 	mu     sync.Mutex
 	wds    map[int32]string // watch descriptor -> directory
 	done   chan struct{}
@@ -128,6 +129,11 @@ func GuardMasks(cfg GuardConfig) (_ *MaskGuard, err error) {
 	}
 	// Non-blocking: reads park in the runtime's poller, and Close wakes them.
 	g.in = os.NewFile(uintptr(ifd), "inotify")
+	if g.inRaw, err = g.in.SyscallConn(); err != nil {
+		g.in.Close()
+		g.root.Close()
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
 	for p := range g.masks {
 		if err := g.watchAbove(p); err != nil {
 			g.in.Close()
@@ -163,7 +169,14 @@ func (g *MaskGuard) Watches() int {
 // (a rename of any of them on the host brings a new dentry to p's path).
 func (g *MaskGuard) watchAbove(p string) error {
 	for d := filepath.Dir(p); Within(g.ws, d); d = filepath.Dir(d) {
-		wd, err := unix.InotifyAddWatch(int(g.in.Fd()), d, watchMask)
+		// Through the RawConn, not Fd(): Stop may close the descriptor
+		// meanwhile, and a number read before the close could name
+		// another file by the time the watch is added.
+		var wd int
+		var err error
+		if cerr := g.inRaw.Control(func(fd uintptr) { wd, err = unix.InotifyAddWatch(int(fd), d, watchMask) }); cerr != nil {
+			return nil // stopped: nothing left to watch for
+		}
 		switch {
 		case err == nil:
 			g.mu.Lock()
