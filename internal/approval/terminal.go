@@ -150,10 +150,15 @@ func (t *Terminal) readLine(ctx context.Context) (string, error) {
 		}
 		fds := []unix.PollFd{{Fd: int32(t.in.Fd()), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, int(t.poll.Milliseconds()))
-		if err != nil && !errors.Is(err, unix.EINTR) {
+		switch {
+		case errors.Is(err, unix.EINTR):
+			// A signal (the Go runtime preempts with SIGURG) ended the
+			// wait: nothing is known to be readable, and a read now could
+			// block past ctx's end.
+			continue
+		case err != nil:
 			return "", fmt.Errorf("failed to wait for an answer: %w", err)
-		}
-		if n == 0 {
+		case n == 0:
 			continue
 		}
 		var chunk [512]byte
