@@ -48,14 +48,22 @@ func newToolCallCmd(g *globalFlags) *cobra.Command {
 guards, policy, approvals, execution and audit. Prints the ToolResult as
 JSON on stdout. Exit status: 0 success, 1 the tool failed or was refused,
 2 usage error.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, pos []string) error {
-			// A script reads a ToolResult on stdout whatever happened;
-			// the error also goes to stderr and sets the exit status.
-			fail := func(err error) error {
-				_ = writeJSONLine(cmd.OutOrStdout(), tools.Result{Error: err.Error()})
-				return err
+		Args: func(cmd *cobra.Command, pos []string) error {
+			if err := cobra.ExactArgs(1)(cmd, pos); err != nil {
+				return failResult(cmd, usageErr("%v", err))
 			}
+			return nil
+		},
+		// The global flags' checks, as the root's, but a refusal is a
+		// ToolResult too.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkGlobalFlags(cmd, g); err != nil {
+				return failResult(cmd, err)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			fail := func(err error) error { return failResult(cmd, err) }
 			raw := json.RawMessage(strings.TrimSpace(args))
 			if len(raw) == 0 {
 				raw = json.RawMessage("{}")
@@ -78,12 +86,23 @@ JSON on stdout. Exit status: 0 success, 1 the tool failed or was refused,
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return failResult(c, &exitError{code: exitUsage, err: err})
+	})
 	f := cmd.Flags()
 	f.StringVar(&args, "args", "{}", "the tool's arguments as a JSON object")
 	f.BoolVar(&so.dryRun, "dry-run", false, "execute nothing; report what would run")
 	f.StringVar(&so.agent, "agent", "", "agent whose tool set applies: build, plan, review, resume or a configured one")
 	f.BoolVar(&so.noCommands, "no-commands", false, "do not register run_command")
 	return cmd
+}
+
+// failResult prints err as the ToolResult a script reads on stdout
+// whatever happened (a refused flag included) and returns it: it also goes
+// to stderr and sets the exit status.
+func failResult(cmd *cobra.Command, err error) error {
+	_ = writeJSONLine(cmd.OutOrStdout(), tools.Result{Error: err.Error()})
+	return err
 }
 
 func newToolListCmd(g *globalFlags) *cobra.Command {
