@@ -32,11 +32,6 @@ type Event struct {
 	// TLS is "sni" (checked, passed through), "terminated" (brokered
 	// secrets), or "" (not TLS).
 	TLS string `json:"tls,omitempty"`
-	// Carried says how an allowed tunnel's bytes were carried once
-	// checked: "kernel" (a BPF sockmap; byte counts from the sockets'
-	// TCP counters), "copy" (read and written by warden), "kernel down,
-	// copy up"; "" for what was not a checked tunnel.
-	Carried string `json:"carried,omitempty"`
 	// Secrets are the environment variables whose real values were sent.
 	Secrets   []string      `json:"secrets,omitempty"`
 	BytesUp   int64         `json:"bytes_up"`

@@ -8,10 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,15 +34,9 @@ type benchPath struct {
 }
 
 func startBench(b *testing.B, origin net.Listener) *benchPath {
-	return startBenchCarry(b, origin, false)
-}
-
-// startBenchCarry is startBench with Options.CopyTunnels set as asked.
-func startBenchCarry(b *testing.B, origin net.Listener, copyTunnels bool) *benchPath {
 	b.Helper()
 	port := origin.Addr().(*net.TCPAddr).Port
 	f := baseFixture()
-	f.opts = func(o *Options) { o.CopyTunnels = copyTunnels }
 	p := startProxy(b, f)
 	r := &relay.Relay{Socket: p.socket}
 	b.Cleanup(func() { r.Close() })
@@ -109,68 +101,27 @@ func sink(b *testing.B) net.Listener {
 // for the proxy, the egress server all run in it): unlike wall time on a
 // shared machine, that barely moves with the load.
 func paired(b *testing.B, n int, direct, proxied func()) (med, cpu [2]time.Duration, ratio float64) {
-	r := alternate(n, direct, proxied)
-	return [2]time.Duration{r[0].med, r[1].med}, [2]time.Duration{r[0].cpu, r[1].cpu}, r[1].ratio
-}
-
-// runStats is one contender's medians in alternate.
-type runStats struct {
-	med, cpu time.Duration
-	// machineCPU is the whole machine's busy time (/proc/stat): it
-	// includes the kernel's own workers, which carry a sockmap's
-	// redirects and are no part of the process's CPU time — and every
-	// other process's work on a shared machine.
-	machineCPU time.Duration
-	ratio      float64 // time / fs[0]'s time, the median of the per-round ratios
-}
-
-// alternate runs fs in turn (fs[0], fs[1], …), n rounds.
-func alternate(n int, fs ...func()) []runStats {
-	times := make([][]time.Duration, len(fs))
-	cpus := make([][]time.Duration, len(fs))
-	machine := make([][]time.Duration, len(fs))
-	ratios := make([][]float64, len(fs))
+	var times, cpus [2][]time.Duration
+	var ratios []float64
 	for range n {
-		round := make([]time.Duration, len(fs))
-		for i, f := range fs {
-			c0, m0 := cpuTime(), machineBusy()
+		var pair [2]time.Duration
+		for i, f := range []func(){direct, proxied} {
+			c0 := cpuTime()
 			t0 := time.Now()
 			f()
-			round[i] = time.Since(t0)
-			times[i] = append(times[i], round[i])
+			pair[i] = time.Since(t0)
+			times[i] = append(times[i], pair[i])
 			cpus[i] = append(cpus[i], cpuTime()-c0)
-			machine[i] = append(machine[i], machineBusy()-m0)
-			ratios[i] = append(ratios[i], float64(round[i])/float64(round[0]))
 		}
+		ratios = append(ratios, float64(pair[1])/float64(pair[0]))
 	}
-	out := make([]runStats, len(fs))
-	for i := range fs {
-		for _, l := range [][]time.Duration{times[i], cpus[i], machine[i]} {
-			slices.Sort(l)
-		}
-		slices.Sort(ratios[i])
-		out[i] = runStats{med: times[i][n/2], cpu: cpus[i][n/2], machineCPU: machine[i][n/2], ratio: ratios[i][n/2]}
+	for i := range times {
+		slices.Sort(times[i])
+		slices.Sort(cpus[i])
+		med[i], cpu[i] = times[i][len(times[i])/2], cpus[i][len(cpus[i])/2]
 	}
-	return out
-}
-
-// machineBusy is the time all CPUs spent busy since boot (/proc/stat).
-func machineBusy() time.Duration {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal …
-	var busy int64
-	for i, v := range f[1:] {
-		if i == 3 || i == 4 { // idle, iowait
-			continue
-		}
-		n, _ := strconv.ParseInt(v, 10, 64)
-		busy += n
-	}
-	return time.Duration(busy) * 10 * time.Millisecond // USER_HZ = 100
+	slices.Sort(ratios)
+	return med, cpu, ratios[len(ratios)/2]
 }
 
 func cpuTime() time.Duration {
@@ -189,28 +140,11 @@ func reportTransfer(b *testing.B, med, cpu [2]time.Duration, ratio float64) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// reportCarry reports direct, through the proxy as it carries tunnels
-// (in the kernel where it can: "proxy"), and through the proxy copying
-// them ("copy", Options.CopyTunnels), from one alternating run.
-func reportCarry(b *testing.B, r []runStats) {
-	mbps := func(d time.Duration) float64 { return float64(transferSize) / 1e6 / d.Seconds() }
-	for i, name := range []string{"direct", "proxy", "copy"} {
-		b.ReportMetric(mbps(r[i].med), name+"-MB/s")
-		b.ReportMetric(float64(r[i].cpu.Milliseconds()), name+"-cpu-ms")
-		b.ReportMetric(float64(r[i].machineCPU.Milliseconds()), name+"-machine-cpu-ms")
-	}
-	b.ReportMetric(1/r[1].ratio, "throughput-ratio")
-	b.ReportMetric(1/r[2].ratio, "copy-throughput-ratio")
-	b.ReportMetric(0, "ns/op")
-}
-
-// BenchmarkTransfer is a 100 MB download over raw TCP: straight, through
-// CONNECT (opaque; carried in the kernel where it can be) and through
-// CONNECT copied by the proxy, alternately.
+// BenchmarkTransfer is a 100 MB download over raw TCP: through CONNECT
+// (opaque) and straight, alternately.
 func BenchmarkTransfer(b *testing.B) {
 	l := sink(b)
 	bp := startBench(b, l)
-	bpCopy := startBenchCarry(b, l, true)
 	read := func(c net.Conn) {
 		defer c.Close()
 		io.WriteString(c, "\x00go\n") // a binary first byte: opaque
@@ -220,13 +154,14 @@ func BenchmarkTransfer(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		reportCarry(b, alternate(7, func() {
+		med, cpu, ratio := paired(b, 7, func() {
 			c, err := net.Dial("tcp", bp.origin)
 			if err != nil {
 				b.Fatal(err)
 			}
 			read(c)
-		}, func() { read(bp.tunnel(b)) }, func() { read(bpCopy.tunnel(b)) }))
+		}, func() { read(bp.tunnel(b)) })
+		reportTransfer(b, med, cpu, ratio)
 	}
 }
 
@@ -247,7 +182,6 @@ func BenchmarkTransferHTTPS(b *testing.B) {
 	go srv.Serve(tls.NewListener(l, srv.TLSConfig))
 	b.Cleanup(func() { srv.Close() })
 	bp := startBench(b, l)
-	bpCopy := startBenchCarry(b, l, true)
 	client := func(dial func() (net.Conn, error)) *http.Client {
 		return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: bp.roots,
 			DialTLSContext: func(context.Context, string, string) (net.Conn, error) {
@@ -272,9 +206,9 @@ func BenchmarkTransferHTTPS(b *testing.B) {
 	}
 	direct := client(func() (net.Conn, error) { return net.Dial("tcp", bp.origin) })
 	proxied := client(func() (net.Conn, error) { return bp.tunnel(b), nil })
-	copied := client(func() (net.Conn, error) { return bpCopy.tunnel(b), nil })
 	for b.Loop() {
-		reportCarry(b, alternate(7, func() { get(direct) }, func() { get(proxied) }, func() { get(copied) }))
+		med, cpu, ratio := paired(b, 7, func() { get(direct) }, func() { get(proxied) })
+		reportTransfer(b, med, cpu, ratio)
 	}
 }
 

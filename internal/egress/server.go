@@ -54,9 +54,6 @@ type Options struct {
 	UpstreamRoots CertPool
 	// MaxConns bounds concurrent client connections (default 512).
 	MaxConns int
-	// CopyTunnels carries checked tunnels through this process even where
-	// the kernel could carry them (a BPF sockmap; see KernelTunnels).
-	CopyTunnels bool
 }
 
 // CertPool is a set of trusted roots.

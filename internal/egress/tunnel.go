@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,17 +38,25 @@ func (s *Server) tunnel(cc *clientConn, up net.Conn, adm *admission, ev *Event) 
 		s.tunnelBrokered(cc, up, adm, ev)
 		return
 	}
-	d := startDownstream(cc.Conn, up)
+	down := make(chan int64, 1)
+	var stopping atomic.Bool
+	go func() {
+		n := copyBytes(cc.Conn, up)
+		if !stopping.Load() { // else the refusal is still to be written
+			closeWrite(cc.Conn)
+		}
+		down <- n
+	}()
 	stop := func(err error, answer answerKind) {
-		d.stopping.Store(true)
+		stopping.Store(true)
 		up.Close()
-		ev.BytesDown += d.wait()
+		ev.BytesDown += <-down
 		s.tunnelRefused(cc, ev, err, answer)
 	}
 	first, err := cc.br.Peek(1)
 	if err != nil {
 		up.Close()
-		ev.BytesDown += d.wait()
+		ev.BytesDown += <-down
 		return
 	}
 	switch {
@@ -70,7 +77,7 @@ func (s *Server) tunnel(cc *clientConn, up net.Conn, adm *admission, ev *Event) 
 		if err != nil {
 			break
 		}
-		ev.BytesUp += s.carry(cc, up, d, ev)
+		ev.BytesUp += pipe(up, cc.br, cc.Conn)
 	default:
 		kind, err := s.sniff(cc)
 		if err != nil {
@@ -86,142 +93,10 @@ func (s *Server) tunnel(cc *clientConn, up net.Conn, adm *admission, ev *Event) 
 			}
 			break
 		}
-		ev.BytesUp += s.carry(cc, up, d, ev)
+		ev.BytesUp += pipe(up, cc.br, cc.Conn)
 	}
 	closeWrite(up)
-	ev.BytesDown += d.wait()
-	if d.kernel != nil {
-		d.kernel.unpair()
-	}
-}
-
-// carry carries a checked tunnel's bytes until both ends are done: in
-// the kernel (sockmap_linux.go) when it can, else copied here. It returns
-// the bytes carried from the client (those buffered first included).
-func (s *Server) carry(cc *clientConn, up net.Conn, d *downstream, ev *Event) int64 {
-	var n int64
-	if b := cc.br.Buffered(); b > 0 {
-		m, err := io.CopyN(up, cc.br, int64(b))
-		n += m
-		if err != nil {
-			return n
-		}
-	}
-	k, drained := s.offload(cc.Conn, up, d, ev)
-	n += drained
-	m, err := copyBytesErr(up, cc.Conn) // in the kernel's case, a wait for the client's FIN
-	n += m
-	if k != nil && k.upKernel {
-		n += k.drainUp(err == nil)
-	}
-	return n
-}
-
-// offload hands a tunnel to the kernel: the copy from up is paused (a
-// read deadline in the past), both sockets go into the sockmap, and the
-// copy loops go on, reading nothing but the ends of the streams. Nil: the
-// tunnel stays copied (Options.CopyTunnels, no BPF, or a socket that
-// cannot be paired); ev.Carried says which.
-//
-// It returns the client's bytes it wrote on to up while emptying the
-// receive queue.
-func (s *Server) offload(client, up net.Conn, d *downstream, ev *Event) (*kernelPair, int64) {
-	ev.Carried = "copy"
-	if s.opts.CopyTunnels || KernelTunnels() != nil {
-		return nil, 0
-	}
-	if !d.pause() {
-		return nil, 0
-	}
-	k, upN, downN, err := pairKernel(client, up)
-	up.SetReadDeadline(time.Time{})
-	if err != nil {
-		k = nil
-	} else {
-		ev.Carried = "kernel"
-		if !k.upKernel {
-			ev.Carried = "kernel down, copy up"
-		}
-	}
-	d.kernel = k
-	d.resume <- resumeAs{k, downN}
-	return k, upN
-}
-
-// resumeAs tells the paused downstream how to go on: in the kernel (k),
-// or copying; down is what offload wrote to the client meanwhile.
-type resumeAs struct {
-	k    *kernelPair
-	down int64
-}
-
-// downstream copies the server's bytes to the client from the moment the
-// tunnel is dialled (server-first protocols work), in a goroutine that
-// can be paused while the tunnel moves into the kernel.
-type downstream struct {
-	client, up net.Conn
-	stopping   atomic.Bool // set when a refusal is still to be written: no FIN
-	pausing    atomic.Bool
-	paused     chan struct{}
-	resume     chan resumeAs
-	done       chan int64
-	kernel     *kernelPair // set by offload before resume, read after done
-	n          int64
-	finished   bool
-}
-
-func startDownstream(client, up net.Conn) *downstream {
-	d := &downstream{client: client, up: up, paused: make(chan struct{}), resume: make(chan resumeAs), done: make(chan int64, 1)}
-	go d.run()
-	return d
-}
-
-func (d *downstream) run() {
-	var n int64
-	for {
-		m, err := copyBytesErr(d.client, d.up)
-		n += m
-		if d.pausing.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-			d.pausing.Store(false)
-			d.paused <- struct{}{}
-			r := <-d.resume
-			n += r.down
-			if k := r.k; k != nil {
-				m, err := copyBytesErr(d.client, d.up) // the server's FIN
-				n += m + k.drainDown(err == nil)
-				break
-			}
-			continue
-		}
-		break
-	}
-	if !d.stopping.Load() { // else the refusal is still to be written
-		closeWrite(d.client)
-	}
-	d.done <- n
-}
-
-// pause stops the copy with everything it read written on; false if it
-// had already ended.
-func (d *downstream) pause() bool {
-	d.pausing.Store(true)
-	d.up.SetReadDeadline(time.Unix(1, 0))
-	select {
-	case <-d.paused:
-		return true
-	case n := <-d.done:
-		d.n, d.finished = n, true
-		d.up.SetReadDeadline(time.Time{})
-		return false
-	}
-}
-
-// wait returns the bytes carried once the copy has ended.
-func (d *downstream) wait() int64 {
-	if !d.finished {
-		d.n, d.finished = <-d.done, true
-	}
-	return d.n
+	ev.BytesDown += <-down
 }
 
 type answerKind uint8
@@ -254,6 +129,20 @@ func (s *Server) tunnelRefused(cc *clientConn, ev *Event, err error, answer answ
 	ev.Decision, ev.Rule, ev.Reason = "deny", r.Rule, r.Why
 }
 
+// pipe copies the client's bytes (those buffered first, then the rest
+// straight from the socket) to up.
+func pipe(up io.Writer, br *bufio.Reader, raw net.Conn) int64 {
+	var n int64
+	if b := br.Buffered(); b > 0 {
+		m, err := io.CopyN(up, br, int64(b))
+		n += m
+		if err != nil {
+			return n
+		}
+	}
+	return n + copyBytes(up, raw)
+}
+
 // copyBuffers are the tunnels' copy buffers. A plain read/write copy with
 // a large buffer costs less CPU here than splice(2) through a pipe, which
 // net's io.Copy would choose for two TCP sockets (a 1 MiB pipe): splice
@@ -268,16 +157,11 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return
 
 // copyBytes copies src to dst until EOF or an error, and returns the count.
 func copyBytes(dst io.Writer, src io.Reader) int64 {
-	n, _ := copyBytesErr(dst, src)
-	return n
-}
-
-// copyBytesErr is copyBytes with the error (nil at EOF).
-func copyBytesErr(dst io.Writer, src io.Reader) (int64, error) {
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
 	// The wrappers hide ReadFrom and WriteTo, which would splice.
-	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
+	n, _ := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, *buf)
+	return n
 }
 
 func closeWrite(c net.Conn) {
