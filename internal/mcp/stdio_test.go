@@ -337,7 +337,9 @@ func TestLineTransportWithSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- Serve(t.Context(), srv, &lineTransport{r: toServer, w: fromServer, max: MaxLineLength}) }()
+	go func() {
+		served <- Serve(t.Context(), srv, &lineTransport{r: toServer, w: fromServer, max: MaxLineLength})
+	}()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test"}, nil).Connect(t.Context(), &sdk.IOTransport{Reader: clientR, Writer: clientW}, nil)
 	if err != nil {
 		t.Fatal(err)
