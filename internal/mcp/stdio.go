@@ -137,7 +137,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if line[0] == '[' {
 			return c.readBatch(line)
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
+		msg, err := decodeMessage(line)
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +197,7 @@ func (c *lineConn) readBatch(line []byte) (jsonrpc.Message, error) {
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	b := &respBatch{index: map[jsonrpc.ID]int{}}
 	for _, raw := range raws {
-		m, err := jsonrpc.DecodeMessage(raw)
+		m, err := decodeMessage(raw)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // countingWriter records each Write call.
@@ -365,13 +366,7 @@ func TestLineTransportWithSDK(t *testing.T) {
 // must not panic, and a lone message line must decode as the SDK's decoder
 // decodes it.
 func FuzzLineConn(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a"}}}` + "\n",
-		`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"n"}]` + "\n",
-		"\r\n\n" + `{"jsonrpc":"2.0","id":"x","result":{}}`,
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}` + "\n[]\n",
-		`[[[[[`,
-	} {
+	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -384,19 +379,55 @@ func FuzzLineConn(f *testing.F) {
 		if bytes.IndexByte(line, '\n') >= 0 || len(line) == 0 || line[0] == '[' || len(line) > 4096 {
 			return
 		}
-		m, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
-			if len(got) != 0 {
-				t.Fatalf("read %q from input the SDK refuses (%v)", got, err)
+		var want []string
+		if m, err := jsonrpc.DecodeMessage(line); err == nil && sjson.Valid(line) {
+			if b, err := jsonrpc.EncodeMessage(m); err == nil {
+				want = []string{string(b)}
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("messages read from %q (-SDK +ours):\n%s", in, diff)
+		}
+	})
+}
+
+var fuzzSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a"}}}` + "\n",
+	`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"n"}]` + "\n",
+	"\r\n\n" + `{"jsonrpc":"2.0","id":"x","result":{}}`,
+	`{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}` + "\n[]\n",
+	`{"jsonrpc":"2.0","id":1,"method":"a"} {"jsonrpc":"2.0","id":2,"method":"b"}`,
+	`{"jsonrpc":"2.0","ID":1,"Method":"a","id":2.5,"method":"tools\/call","params":null}`,
+	`{"jsonrpc":"2.0","id":1,"method":7}`,
+	`[[[[[`,
+}
+
+// FuzzDecodeMessage checks decodeMessage against the SDK's
+// jsonrpc.DecodeMessage: the same message, or an error from both, for any
+// input that is one JSON value; an error for any other.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, gotErr := decodeMessage(in)
+		want, wantErr := jsonrpc.DecodeMessage(in)
+		if !sjson.Valid(in) {
+			if gotErr == nil {
+				t.Fatalf("decoded %q, which is not one JSON value", in)
 			}
 			return
 		}
-		want, err := jsonrpc.EncodeMessage(m)
-		if err != nil {
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%q: error %v, the SDK's %v", in, gotErr, wantErr)
+		}
+		if gotErr != nil {
 			return
 		}
-		if len(got) != 1 || got[0] != string(want) {
-			t.Fatalf("read %q, the SDK decodes %s", got, want)
+		gb, err1 := jsonrpc.EncodeMessage(got)
+		wb, err2 := jsonrpc.EncodeMessage(want)
+		if (err1 == nil) != (err2 == nil) || string(gb) != string(wb) {
+			t.Fatalf("%q: decoded %s (%v), the SDK %s (%v)", in, gb, err1, wb, err2)
 		}
 	})
 }
