@@ -25,25 +25,46 @@ const MaxLineLength = sdk.DefaultMaxLineLength
 //
 // When stdin is a pipe or a socket (an MCP client starting warden), it is
 // read on the goroutine that asks for the next message, through Go's
-// poller, and each response is one write(2). The SDK's StdioTransport reads
-// on a goroutine of its own and hands every message over a channel: with
-// one call at a time, that hop and its wakeup are part of every call's
-// round trip. Otherwise (a terminal, a file) it is the SDK's transport.
+// poller, and each message is written with one write(2). The SDK's
+// StdioTransport reads on a goroutine of its own and hands every message
+// over a channel: with one call at a time, that hop and its wakeup are part
+// of every call's round trip. Otherwise (a terminal, a file) it is the
+// SDK's transport.
 func NewStdioTransport() sdk.Transport {
+	return stdioTransport(0, os.Stdout)
+}
+
+// stdioTransport is NewStdioTransport reading the descriptor in (0 for
+// stdin) and writing out. A pipe or socket is put in non-blocking mode
+// (which the process at its other end does not see), so that reads go
+// through the poller and Close interrupts a Read waiting for input, as
+// sdk.Connection requires.
+func stdioTransport(in int, out io.Writer) sdk.Transport {
+	fallback := func() sdk.Transport {
+		if in == 0 {
+			return &sdk.StdioTransport{}
+		}
+		return &sdk.IOTransport{Reader: os.NewFile(uintptr(in), "input"), Writer: nopCloser{out}}
+	}
 	var st syscall.Stat_t
-	if err := syscall.Fstat(0, &st); err != nil {
-		return &sdk.StdioTransport{}
+	if err := syscall.Fstat(in, &st); err != nil {
+		return fallback()
 	}
 	if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
-		return &sdk.StdioTransport{}
+		return fallback()
 	}
-	// A pipe in non-blocking mode is read through the poller, so Close
-	// interrupts a Read waiting for input (sdk.Connection requires it).
-	if err := syscall.SetNonblock(0, true); err != nil {
-		return &sdk.StdioTransport{}
+	if err := syscall.SetNonblock(in, true); err != nil {
+		return fallback()
 	}
-	return &lineTransport{r: os.NewFile(0, "/dev/stdin"), w: os.Stdout, max: MaxLineLength}
+	// os.NewFile registers a non-blocking descriptor with the poller.
+	return &lineTransport{r: os.NewFile(uintptr(in), "input"), w: out, max: MaxLineLength}
 }
+
+// nopCloser is an io.WriteCloser whose Close does nothing: the session's
+// end does not close stdout.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // lineTransport is newline-delimited JSON-RPC over r and w, read on the
 // caller's goroutine. Close must interrupt a Read: r must be pollable.

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -430,4 +432,51 @@ func FuzzDecodeMessage(f *testing.F) {
 			t.Fatalf("%q: decoded %s (%v), the SDK %s (%v)", in, gb, err1, wb, err2)
 		}
 	})
+}
+
+// NewStdioTransport reads a pipe or socket itself and leaves anything else
+// (a terminal, a file) to the SDK's transport; either way a session works.
+func TestStdioTransportChoice(t *testing.T) {
+	t.Parallel()
+	msg := `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	file := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(file, []byte(msg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := syscall.Open(file, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.Write(p[1], []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(p[1])
+	for _, tt := range []struct {
+		name string
+		fd   int
+		ours bool
+	}{{"file", fromFile, false}, {"pipe", p[0], true}} {
+		tr := stdioTransport(tt.fd, io.Discard)
+		if _, ok := tr.(*lineTransport); ok != tt.ours {
+			t.Errorf("%s: transport %T", tt.name, tr)
+		}
+		c, err := tr.Connect(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.Read(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if r, ok := m.(*jsonrpc.Request); !ok || r.Method != "ping" {
+			t.Errorf("%s: read %#v", tt.name, m)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("%s: close: %v", tt.name, err)
+		}
+	}
 }
