@@ -151,7 +151,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			return nil, err
 		}
-		line = bytes.TrimSpace(line)
+		line = bytes.Trim(line, jsonSpace)
 		if len(line) == 0 {
 			continue // a blank line between messages
 		}
@@ -193,7 +193,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 	if err == nil {
 		return c.line[:len(c.line)-1], nil
 	}
-	if errors.Is(err, io.EOF) && len(bytes.TrimSpace(c.line)) > 0 {
+	if errors.Is(err, io.EOF) && len(bytes.Trim(c.line, jsonSpace)) > 0 {
 		return c.line, nil // the next read returns io.EOF again
 	}
 	return nil, err
@@ -324,3 +324,7 @@ func (c *lineConn) Close() error {
 	})
 	return c.closeErr
 }
+
+// jsonSpace is the white space JSON allows around a value: no other
+// character (a no-break space, say) is taken for it.
+const jsonSpace = " \t\r\n"

@@ -115,6 +115,16 @@ func TestLineConnFraming(t *testing.T) {
 			err:   "unmarshaling jsonrpc message",
 		},
 		{
+			name:  "a no-break space is not white space",
+			input: "\u00a0" + `{"jsonrpc":"2.0","id":1,"method":"a"}` + "\n",
+			err:   "unmarshaling jsonrpc message",
+		},
+		{
+			name:  "data after the message",
+			input: `{"jsonrpc":"2.0","id":1,"method":"a"} {"jsonrpc":"2.0","id":2,"method":"b"}` + "\n",
+			err:   "data after the message",
+		},
+		{
 			name:  "wrong version tag",
 			input: `{"jsonrpc":"1.0","id":1,"method":"a"}` + "\n",
 			err:   "invalid message version tag",
@@ -377,7 +387,7 @@ func FuzzLineConn(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, _ := readAll(c.(*lineConn))
-		line := bytes.TrimSpace(in)
+		line := bytes.Trim(in, jsonSpace)
 		if bytes.IndexByte(line, '\n') >= 0 || len(line) == 0 || line[0] == '[' || len(line) > 4096 {
 			return
 		}
