@@ -125,6 +125,13 @@ func TestLineConnFraming(t *testing.T) {
 			err:   "data after the message",
 		},
 		{
+			// The stdio transport's messages "MUST NOT contain embedded
+			// newlines" (MCP, transports).
+			name:  "a message over several lines",
+			input: "{\n" + `"jsonrpc":"2.0","id":1,"method":"a"}` + "\n",
+			err:   "unmarshaling jsonrpc message",
+		},
+		{
 			name:  "wrong version tag",
 			input: `{"jsonrpc":"1.0","id":1,"method":"a"}` + "\n",
 			err:   "invalid message version tag",
