@@ -14,8 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/wardenhq/warden/internal/app"
 	"github.com/wardenhq/warden/internal/approval"
 	"github.com/wardenhq/warden/internal/config"
@@ -110,7 +108,7 @@ func runMCP(ctx context.Context, g *globalFlags, f *mcpFlags, stderr io.Writer) 
 	eng := a.Engine()
 	srv := mcp.NewServer(eng, &mcp.ServerOptions{Logger: log, ApprovalWait: time.Duration(cfg.Security.Approval.MCPWaitSecs) * time.Second})
 	log.Info("serving MCP on stdio", "session", mcp.ShortID(session), "tools", len(eng.Tools()))
-	err = mcp.Serve(ctx, srv, &sdk.StdioTransport{})
+	err = mcp.Serve(ctx, srv, mcp.NewStdioTransport())
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -1,12 +1,17 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,11 +34,20 @@ var benchCalls = map[string]string{
 	"run_command": `{"command":"true"}`,
 }
 
+// benchWarden is the warden binary the benchmarks run: $WARDEN_BENCH_BIN
+// (another build, to compare two in one run), or this tree's.
+func benchWarden(b *testing.B) string {
+	if bin := os.Getenv("WARDEN_BENCH_BIN"); bin != "" {
+		return bin
+	}
+	return warden(b)
+}
+
 // benchSession starts `warden mcp` (closed when b ends) and returns its
 // session and the call of tool, made once.
-func benchSession(b *testing.B, tool string) (*sdk.ClientSession, *sdk.CallToolParams) {
+func benchSession(b *testing.B, tool string) (*sdk.ClientSession, *sdk.CallToolParams, *serverCPU) {
 	h := newHome(b, benchConfig())
-	cmd := exec.Command(warden(b), "mcp", "--workspace", h.ws)
+	cmd := exec.Command(benchWarden(b), "mcp", "--workspace", h.ws)
 	cmd.Env = h.env
 	cmd.Stderr = os.Stderr
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench"}, nil).Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
@@ -45,21 +59,57 @@ func benchSession(b *testing.B, tool string) (*sdk.ClientSession, *sdk.CallToolP
 	if res, err := cs.CallTool(b.Context(), p); err != nil || res.IsError {
 		b.Fatalf("%v %v", err, res)
 	}
-	return cs, p
+	return cs, p, &serverCPU{pid: cmd.Process.Pid}
+}
+
+// serverCPU measures the CPU time (user and system) the `warden mcp`
+// process spends per call: the client shares the machine's cores, so calls
+// per second alone do not say which side got faster.
+type serverCPU struct {
+	pid   int
+	start time.Duration
+}
+
+// ticks is the CPU time of the process so far, from /proc/PID/stat (in
+// clock ticks of 10 ms: measure over seconds).
+func (s *serverCPU) ticks(b *testing.B) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses:
+	// state is field 3, utime 14 and stime 15.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("parse /proc/%d/stat: %q", s.pid, stat)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// Start marks the start of the measured calls.
+func (s *serverCPU) Start(b *testing.B) { s.start = s.ticks(b) }
+
+// Report reports the server's CPU time per call since Start.
+func (s *serverCPU) Report(b *testing.B) {
+	b.ReportMetric(float64((s.ticks(b)-s.start).Microseconds())/float64(b.N), "server-µs/call")
 }
 
 // Tool calls over one `warden mcp` stdio session.
 func BenchmarkStdio(b *testing.B) {
 	for _, tool := range []string{"read_file", "run_command"} {
 		b.Run(tool, func(b *testing.B) {
-			cs, p := benchSession(b, tool)
+			cs, p, cpu := benchSession(b, tool)
 			b.ResetTimer()
+			cpu.Start(b)
 			for b.Loop() {
 				if _, err := cs.CallTool(b.Context(), p); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+			cpu.Report(b)
 		})
 	}
 }
@@ -68,9 +118,10 @@ func BenchmarkStdio(b *testing.B) {
 // once (a client that pipelines): the SDK's server handles them
 // concurrently, and their audit records share transactions.
 func BenchmarkStdioInFlight(b *testing.B) {
-	cs, p := benchSession(b, "read_file")
+	cs, p, cpu := benchSession(b, "read_file")
 	b.SetParallelism(4) // 8 goroutines on 2 cores
 	b.ResetTimer()
+	cpu.Start(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := cs.CallTool(b.Context(), p); err != nil {
@@ -80,6 +131,7 @@ func BenchmarkStdioInFlight(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	cpu.Report(b)
 }
 
 // The same calls, one `warden tool call` process each.
@@ -88,7 +140,7 @@ func BenchmarkProcess(b *testing.B) {
 		b.Run(tool, func(b *testing.B) {
 			h := newHome(b, benchConfig())
 			for b.Loop() {
-				cmd := exec.Command(warden(b), "tool", "call", tool, "--workspace", h.ws, "--args", benchCalls[tool])
+				cmd := exec.Command(benchWarden(b), "tool", "call", tool, "--workspace", h.ws, "--args", benchCalls[tool])
 				cmd.Env = h.env
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v\n%s", err, out)

@@ -28,7 +28,9 @@
 //   - The MCP client of `warden mcp` (the agent host) is the party warden
 //     confines: it can call any exposed tool with any arguments, and nothing
 //     it sends skips the engine. Over stdio, stdout carries only the
-//     protocol.
+//     protocol. Its messages are read by NewStdioTransport, which bounds a
+//     message to MaxLineLength bytes and maxDepth levels of nesting before
+//     parsing it, and refuses anything but one JSON value on a line.
 //   - Over HTTP, a client must present one of the configured bearer tokens
 //     (compared in constant time, at least MinTokenLen characters); a session
 //     is bound to the client that opened it, and the SDK refuses a non-local

@@ -29,6 +29,9 @@ type Engine interface {
 // client; a client offering them falls back to the newest listed here.
 var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
+// stackForCall is the stack a tool call grows to at its start (growStack).
+const stackForCall = 64 << 10
+
 // DefaultProgressInterval is how often a running call reports progress.
 const DefaultProgressInterval = 2 * time.Second
 
@@ -176,6 +179,7 @@ func (s *server) handler(name string) sdk.ToolHandler {
 		// call made again (approval.Request.MaxWait).
 		ctx = approval.WithMaxWait(ctx, s.opts.ApprovalWait)
 		stop := s.progress(ctx, req, c)
+		growStack(0)
 		args := req.Params.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
@@ -296,4 +300,17 @@ func ShortID(id string) string {
 // disconnects or ctx ends.
 func Serve(ctx context.Context, srv *sdk.Server, t sdk.Transport) error {
 	return srv.Run(ctx, t)
+}
+
+// growStack grows the calling goroutine's stack to what a call needs in one
+// step while the stack is still shallow. The SDK runs every call on a new
+// goroutine (8 KiB of stack), and the audit append through SQLite goes deep:
+// grown by doubling, the stack was copied (frame by frame) several times
+// per call.
+//
+//go:noinline
+func growStack(i int) byte {
+	var b [stackForCall]byte
+	b[i] = 1
+	return b[len(b)-1-i]
 }
