@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -296,6 +297,51 @@ func TestLiteralOracle(t *testing.T) {
 	t.Logf("%d accepted words agree with bash and dash", len(srcs))
 }
 
+// literalFragments are the pieces TestLiteralGenerated builds words from:
+// every quoting form, the bytes that start an expansion, and text around
+// them.
+var literalFragments = []string{
+	"a", "Z9", "-", "--x", "=", ":", "~", "~u", "a=", "x+=", "a[1]=", "p=a:", "--o=", "/", ".", ",", "!", "#", "%", "^", "@", "+",
+	"'b c'", "''", `""`, `"d e"`, `"!"`, `"~"`, `"*"`, `"'"`, `'"'`, "'\\'", "'$x'", "'`x`'",
+	"\"\n\"", "'\t'", "é", "“", "’", "\u00a0", "日本",
+	"$", "$x", `$"x"`, "$'x'", "`x`", "\\", "\\$", `"\\"`, `"$"`, `"$x"`, "{", "}", "{a,b}", "*", "?", "[a]",
+	"@(a)", "!(a)", "(", ")", "\\\n",
+}
+
+// TestLiteralGenerated builds words from literalFragments with a fixed
+// seed and checks every one Literal accepts against bash and dash.
+func TestLiteralGenerated(t *testing.T) {
+	testenv.Need(t, "bash", "dash")
+	r := rand.New(rand.NewPCG(1, 2))
+	var srcs, vals []string
+	for len(srcs) < 5000 {
+		var b strings.Builder
+		for n := 1 + r.IntN(6); n > 0; n-- {
+			b.WriteString(literalFragments[r.IntN(len(literalFragments))])
+		}
+		args := parseLiteralArgs(b.String())
+		if len(args) != 1 {
+			continue
+		}
+		if v, ok := Literal(args[0]); ok {
+			srcs, vals = append(srcs, b.String()), append(vals, v)
+		}
+	}
+	t.Logf("%d generated words accepted", len(srcs))
+	const batch = 250
+	for i := 0; i < len(srcs); i += batch {
+		j := min(i+batch, len(srcs))
+		if literalOracle(t, strings.Join(srcs[i:j], " "), vals[i:j]) == "" {
+			continue
+		}
+		for k := i; k < j; k++ {
+			if msg := literalOracle(t, srcs[k], vals[k:k+1]); msg != "" {
+				t.Errorf("%q: %s", srcs[k], msg)
+			}
+		}
+	}
+}
+
 // literalSeeds are the fuzz seeds; TestLiteralOracle checks them too.
 var literalSeeds = []string{
 	`abc`, `'a b'`, `"a b"`, `$"x"`, `$'x'`, `"a$b"`, "a`b`", `\$`, `"\\"`, `~`, `~user`, `a=~`,
@@ -303,16 +349,33 @@ var literalSeeds = []string{
 	`'a'"b"c`, `""`, `é`, `a=b`, `--x=~`, `-`, `--`, `=`, `%`, `a:b`, `:~`, `"!x"`, `'\'`,
 }
 
+// literalAlphabet is what FuzzLiteral maps each byte to when asked to:
+// the bytes that matter to a reader of literal words, so the fuzzer
+// spends its time on words bash might read differently.
+const literalAlphabet = "a0-=:~'\"$` \\!#{},*?[]()@+%^/.;|&<>\n\té“"
+
 // FuzzLiteral parses one printf argument list and checks every word
-// Literal accepts against real bash and dash.
+// Literal accepts against real bash and dash. With alphabet, each input
+// byte picks a character of literalAlphabet instead of standing for
+// itself.
 func FuzzLiteral(f *testing.F) {
 	testenv.Need(f, "bash", "dash")
 	for _, s := range literalSeeds {
-		f.Add(s)
+		f.Add(s, false)
 	}
-	f.Fuzz(func(t *testing.T, words string) {
+	f.Add("\x00\x01\x02\x03\x06\x00", true)
+	f.Add("\x0b\x00\x0c\x0c\x05\x06\x00", true)
+	alphabet := []rune(literalAlphabet)
+	f.Fuzz(func(t *testing.T, words string, mapped bool) {
 		if len(words) > 512 {
 			return
+		}
+		if mapped {
+			var b strings.Builder
+			for i := 0; i < len(words); i++ {
+				b.WriteRune(alphabet[int(words[i])%len(alphabet)])
+			}
+			words = b.String()
 		}
 		args := parseLiteralArgs(words)
 		if args == nil {
