@@ -30,7 +30,8 @@ var findActions = []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fp
 var errUnjudgeable = errors.New("command is not plain enough to auto-approve")
 
 // LiteralJudge is the conservative structural half of ShellJudge. It accepts only simple commands made of literal words
-// (quoted or not), joined by ;, &&, || or |, without redirections,
+// (shellpolicy.Literal, the reader rules use too: quoted or not, with no
+// expansion of any kind), joined by ;, &&, || or |, without redirections,
 // assignments, expansions, substitutions, subshells, functions, control
 // flow, background jobs or wrapper commands. Anything else is an error, so
 // it is never auto-approved and a person is asked. It does not know the

@@ -21,7 +21,9 @@ var ErrNotPlain = errors.New("not a plain command line")
 
 // Plain returns the argv of every simple command of a plain line (see the
 // package documentation), in order, or an error wrapping ErrNotPlain that
-// names what is not plain.
+// names what is not plain. Words are read by shellpolicy.Literal, the one
+// reader of literal words, so a word is plain only when bash reaches its
+// value with no expansion.
 func Plain(line string) ([][]string, error) {
 	if len(line) > MaxLine {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrNotPlain, MaxLine)
