@@ -40,9 +40,9 @@ import (
 // string), every expansion and substitution node, a word with no parts,
 // NUL, control bytes other than tab and newline inside quotes (bash marks
 // its own quoting internally with bytes 0x01 and 0x7f, and has mishandled
-// them in words before), and any part whose source is longer than its
-// value: the parser removed something bash may not (a backslash-newline, a
-// CR before a newline), so the value is always the bytes as written.
+// them in words before), and any word whose source is longer than its
+// parts' text: the parser removed something from it (a backslash-newline,
+// a CR before a newline), so the value is always the bytes as written.
 //
 // A ! needs no refusal: history expansion exists only in interactive bash
 // (set -H), and warden's bash is never interactive; !( is refused for its
@@ -60,7 +60,10 @@ func Literal(w *syntax.Word) (string, bool) {
 		return "", false
 	}
 	var b strings.Builder
-	for _, p := range w.Parts {
+	for i, p := range w.Parts {
+		if i > 0 && p.Pos().Offset() != w.Parts[i-1].End().Offset() {
+			return "", false // the parser removed a backslash-newline between parts
+		}
 		switch p := p.(type) {
 		case *syntax.Lit:
 			if !literalBare(p.Value) || !spans(p.ValuePos, p.ValueEnd, p.Value) {
@@ -76,12 +79,17 @@ func Literal(w *syntax.Word) (string, bool) {
 			if p.Dollar {
 				return "", false
 			}
+			n := 0
 			for _, q := range p.Parts {
 				l, ok := q.(*syntax.Lit)
 				if !ok || strings.ContainsAny(l.Value, "$`\\\"") || !literalQuoted(l.Value) || !spans(l.ValuePos, l.ValueEnd, l.Value) {
 					return "", false
 				}
 				b.WriteString(l.Value)
+				n += len(l.Value)
+			}
+			if !spans(p.Left, p.Right, "\""+strings.Repeat(" ", n)) {
+				return "", false
 			}
 		default:
 			return "", false

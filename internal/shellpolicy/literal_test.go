@@ -99,6 +99,10 @@ func TestLiteralTable(t *testing.T) {
 		{`"a\"b"`, refused},
 		{"a\\\nb", refused},
 		{"\"a\\\nb\"", refused},
+		{"'a'\\\n'b'", refused},
+		{"\"a\"\\\nb", refused},
+		{"\"a\\\n\"", refused},
+		{"\"\\\n\"", refused},
 
 		// Tilde.
 		{`~`, refused},
