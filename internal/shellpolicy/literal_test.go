@@ -234,6 +234,25 @@ func literalOracle(t testing.TB, words string, want []string) string {
 	return ""
 }
 
+// checkLiteralWords runs the oracle on the word sources srcs, whose values
+// Literal read as vals: one printf per batch of words, and a batch that
+// disagrees is rerun a word at a time to name the word.
+func checkLiteralWords(t *testing.T, srcs, vals []string) {
+	t.Helper()
+	const batch = 200
+	for i := 0; i < len(srcs); i += batch {
+		j := min(i+batch, len(srcs))
+		if literalOracle(t, strings.Join(srcs[i:j], " "), vals[i:j]) == "" {
+			continue
+		}
+		for k := i; k < j; k++ {
+			if msg := literalOracle(t, srcs[k], vals[k:k+1]); msg != "" {
+				t.Errorf("%q: %s", srcs[k], msg)
+			}
+		}
+	}
+}
+
 // literalCorpusWords returns the source text and value of every word of
 // lines that Literal accepts, each once.
 func literalCorpusWords(lines []string) (srcs, vals []string) {
@@ -284,20 +303,7 @@ func TestLiteralOracle(t *testing.T) {
 	if len(srcs) < 500 {
 		t.Fatalf("only %d accepted words in the corpora", len(srcs))
 	}
-	// One printf per batch of words; a batch that disagrees is rerun a
-	// word at a time to name the word.
-	const batch = 200
-	for i := 0; i < len(srcs); i += batch {
-		j := min(i+batch, len(srcs))
-		if literalOracle(t, strings.Join(srcs[i:j], " "), vals[i:j]) == "" {
-			continue
-		}
-		for k := i; k < j; k++ {
-			if msg := literalOracle(t, srcs[k], vals[k:k+1]); msg != "" {
-				t.Errorf("%q: %s", srcs[k], msg)
-			}
-		}
-	}
+	checkLiteralWords(t, srcs, vals)
 	t.Logf("%d accepted words agree with bash and dash", len(srcs))
 }
 
@@ -332,18 +338,7 @@ func TestLiteralGenerated(t *testing.T) {
 		}
 	}
 	t.Logf("%d generated words accepted", len(srcs))
-	const batch = 250
-	for i := 0; i < len(srcs); i += batch {
-		j := min(i+batch, len(srcs))
-		if literalOracle(t, strings.Join(srcs[i:j], " "), vals[i:j]) == "" {
-			continue
-		}
-		for k := i; k < j; k++ {
-			if msg := literalOracle(t, srcs[k], vals[k:k+1]); msg != "" {
-				t.Errorf("%q: %s", srcs[k], msg)
-			}
-		}
-	}
+	checkLiteralWords(t, srcs, vals)
 }
 
 // literalSeeds are the fuzz seeds; TestLiteralOracle checks them too.
