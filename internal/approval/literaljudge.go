@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wardenhq/warden/internal/shellpolicy"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -29,7 +30,8 @@ var findActions = []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fp
 var errUnjudgeable = errors.New("command is not plain enough to auto-approve")
 
 // LiteralJudge is the conservative structural half of ShellJudge. It accepts only simple commands made of literal words
-// (quoted or not), joined by ;, &&, || or |, without redirections,
+// (shellpolicy.Literal, the reader rules use too: quoted or not, with no
+// expansion of any kind), joined by ;, &&, || or |, without redirections,
 // assignments, expansions, substitutions, subshells, functions, control
 // flow, background jobs or wrapper commands. Anything else is an error, so
 // it is never auto-approved and a person is asked. It does not know the
@@ -37,6 +39,9 @@ var errUnjudgeable = errors.New("command is not plain enough to auto-approve")
 func LiteralJudge(cmd string) (*CommandVerdict, error) {
 	if len(cmd) > maxJudgedCommand {
 		return nil, fmt.Errorf("%w: longer than %d bytes", errUnjudgeable, maxJudgedCommand)
+	}
+	if !shellpolicy.LiteralLineOK(cmd) {
+		return nil, fmt.Errorf("%w: a carriage return or NUL byte", errUnjudgeable)
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
 	if err != nil {
@@ -75,7 +80,7 @@ func judgeStmt(st *syntax.Stmt, v *CommandVerdict) error {
 		}
 		argv := make([]string, 0, len(c.Args))
 		for _, w := range c.Args {
-			s, ok := literalWord(w)
+			s, ok := shellpolicy.Literal(w)
 			if !ok {
 				return fmt.Errorf("%w: a word that is not literal", errUnjudgeable)
 			}
@@ -102,36 +107,6 @@ func judgeStmt(st *syntax.Stmt, v *CommandVerdict) error {
 	default:
 		return fmt.Errorf("%w: compound command", errUnjudgeable)
 	}
-}
-
-// literalWord returns the value of a word made only of literal parts.
-func literalWord(w *syntax.Word) (string, bool) {
-	var b strings.Builder
-	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[{~\\") {
-				return "", false // globs, braces, tilde, escapes
-			}
-			b.WriteString(p.Value)
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok || strings.ContainsAny(l.Value, "\\") {
-					return "", false
-				}
-				b.WriteString(l.Value)
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
 }
 
 // joinArgv renders argv with single quotes where a word needs them, so a

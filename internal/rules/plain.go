@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wardenhq/warden/internal/shellpolicy"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -20,12 +21,14 @@ var ErrNotPlain = errors.New("not a plain command line")
 
 // Plain returns the argv of every simple command of a plain line (see the
 // package documentation), in order, or an error wrapping ErrNotPlain that
-// names what is not plain.
+// names what is not plain. Words are read by shellpolicy.Literal, the one
+// reader of literal words, so a word is plain only when bash reaches its
+// value with no expansion.
 func Plain(line string) ([][]string, error) {
 	if len(line) > MaxLine {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrNotPlain, MaxLine)
 	}
-	if strings.ContainsAny(line, "\r\x00") {
+	if !shellpolicy.LiteralLineOK(line) {
 		return nil, fmt.Errorf("%w: a carriage return or NUL byte", ErrNotPlain)
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
@@ -81,7 +84,7 @@ func plainStmt(st *syntax.Stmt, out *[][]string) error {
 		}
 		argv := make([]string, 0, len(c.Args))
 		for _, w := range c.Args {
-			s, ok := literal(w)
+			s, ok := shellpolicy.Literal(w)
 			if !ok {
 				return fmt.Errorf("%w: the word %q is not literal", ErrNotPlain, wordText(w))
 			}
@@ -102,7 +105,7 @@ func harmlessRedirect(r *syntax.Redirect) bool {
 	if r.N != nil && !isDigits(r.N.Value) {
 		return false // {var}>x assigns a variable
 	}
-	w, ok := literal(r.Word)
+	w, ok := shellpolicy.Literal(r.Word)
 	if !ok {
 		return false
 	}
@@ -126,47 +129,6 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// literal returns the value of a word made only of literal text: bare
-// text with no glob, brace, tilde or escape characters, 'single quotes',
-// and "double quotes" holding only plain text.
-func literal(w *syntax.Word) (string, bool) {
-	if w == nil {
-		return "", false
-	}
-	var b strings.Builder
-	for i, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[]{}\\") || i == 0 && strings.HasPrefix(p.Value, "~") {
-				return "", false
-			}
-			if strings.Contains(p.Value, "=~") || strings.Contains(p.Value, ":~") {
-				return "", false // tilde after = or : in words bash expands
-			}
-			b.WriteString(p.Value)
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false // $"…" is translated
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok || strings.ContainsAny(l.Value, "\\`$") {
-					return "", false
-				}
-				b.WriteString(l.Value)
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
 }
 
 func wordText(w *syntax.Word) string {
