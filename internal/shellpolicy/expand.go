@@ -69,7 +69,12 @@ func (e *readEnv) Get(name string) expand.Variable {
 			}
 			return expand.Variable{}
 		}
-		// ~user: kept as written, never looked up.
+		// ~user is never looked up: kept as written (a path outside the
+		// workspace), and unknown where unknown text is a hole — bash
+		// gives the user's home directory (~nobody is /nonexistent).
+		if e.anything {
+			return expand.Variable{Set: true, Kind: expand.String, Str: hole}
+		}
 		return expand.Variable{Set: true, Kind: expand.String, Str: "~" + user}
 	}
 	v := e.j.lookup(name)
@@ -295,6 +300,22 @@ func (j *judge) expandWords(words []*syntax.Word, info []wordFacts, e *readEnv) 
 			continue
 		}
 		fed, subst := info[k].fed, info[k].subst
+		if j.lang != syntax.LangPOSIX {
+			var unknown bool
+			if w, unknown = argTilde(w, e); unknown {
+				if e.anything {
+					argv = append(argv, arg{val: hole, pos: w.Pos(), fed: fed})
+				}
+				continue
+			}
+			if braceDisagrees(w) {
+				// Unknown, and maybe several words (glob: one or more).
+				if e.anything {
+					argv = append(argv, arg{val: hole, glob: true, pos: w.Pos(), fed: fed})
+				}
+				continue
+			}
+		}
 		w = promptHoles(ctrlEscapes(w))
 		if j.lang != syntax.LangPOSIX && paramBeforeBrace(w) {
 			ws := j.bashOrderWords(w)
