@@ -29,6 +29,7 @@ type Event struct {
 // `warden tool call` that died), since no caller is left to do it.
 type hub struct {
 	st        store.Store
+	view      *pendingView
 	log       *slog.Logger
 	heartbeat time.Duration
 	sweep     time.Duration
@@ -42,8 +43,8 @@ type hub struct {
 	done chan struct{}
 }
 
-func newHub(st store.Store, head, ghead int64, poll, heartbeat, sweep time.Duration, log *slog.Logger) *hub {
-	h := &hub{st: st, log: log, heartbeat: heartbeat, sweep: sweep, subs: map[chan []byte]struct{}{},
+func newHub(st store.Store, view *pendingView, head, ghead int64, poll, heartbeat, sweep time.Duration, log *slog.Logger) *hub {
+	h := &hub{st: st, view: view, log: log, heartbeat: heartbeat, sweep: sweep, subs: map[chan []byte]struct{}{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go h.run(head, ghead, poll)
 	return h
@@ -80,10 +81,12 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 		ctx := context.Background()
 		changes, err := h.st.Changes(ctx, after, 500)
 		if err != nil {
+			h.view.fed(after, false)
 			h.log.Warn("event stream: failed to read changes", "err", err)
 			continue
 		}
 		for _, a := range changes {
+			h.view.apply(a)
 			after = a.Seq
 			ev := Event{Type: "approval.decided", Approval: a}
 			if a.State == store.Pending {
@@ -92,6 +95,7 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 			data, _ := json.Marshal(ev)
 			h.broadcast([]byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", a.Seq, ev.Type, data)))
 		}
+		h.view.fed(after, true)
 		// Expiry happens by the clock: record it so the stream (and the
 		// audit chain) say when a grant stopped applying.
 		if _, err := h.st.ExpireGrants(ctx); err != nil {

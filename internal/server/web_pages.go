@@ -226,6 +226,7 @@ func (w *web) decide(approve bool) pageHandler {
 			w.answer(rw, r, s, next, code, "error", msg)
 			return
 		}
+		w.s.view.applyDecided(a)
 		w.s.hub.poke()
 		verb := "Approved"
 		if !approve {
