@@ -437,7 +437,6 @@ func (s *Server) decide(approve bool) authedHandler {
 				return
 			}
 			s.view.applyDecided(a)
-			s.hub.poke()
 			writeJSON(w, http.StatusOK, AlwaysApproval{Approval: a, Rules: written})
 			return
 		}
@@ -457,7 +456,6 @@ func (s *Server) decide(approve bool) authedHandler {
 				return
 			}
 			s.view.applyDecided(a)
-			s.hub.poke()
 			writeJSON(w, http.StatusOK, GrantedApproval{Approval: a, Grant: g})
 			return
 		}
@@ -467,7 +465,6 @@ func (s *Server) decide(approve bool) authedHandler {
 			return
 		}
 		s.view.applyDecided(a)
-		s.hub.poke()
 		writeJSON(w, http.StatusOK, a)
 	}
 }
@@ -508,7 +505,6 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, supervisor strin
 		writeStoreErr(w, err)
 		return
 	}
-	s.hub.poke()
 	g, err := s.b.Store().GetGrant(r.Context(), id)
 	if err != nil {
 		writeStoreErr(w, err)

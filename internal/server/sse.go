@@ -67,11 +67,16 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 	defer t.Stop()
 	sweep := time.NewTicker(h.sweep)
 	defer sweep.Stop()
+	// A write of this process wakes the hub through the store's
+	// watcher, as any other process's does: no second wake-up (and read)
+	// from the handler that wrote.
 	for {
+		tick := false
 		select {
 		case <-h.stop:
 			return
 		case <-t.C:
+			tick = true
 		case <-h.wake:
 		case <-changed:
 		case <-sweep.C:
@@ -96,10 +101,14 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 			h.broadcast([]byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", a.Seq, ev.Type, data)))
 		}
 		h.view.fed(after, true)
-		// Expiry happens by the clock: record it so the stream (and the
-		// audit chain) say when a grant stopped applying.
-		if _, err := h.st.ExpireGrants(ctx); err != nil {
-			h.log.Warn("event stream: failed to record expired grants", "err", err)
+		// Expiry happens by the clock: record it, at each tick of the
+		// poll (not at every change, which does not bring it closer), so
+		// the stream (and the audit chain) say when a grant stopped
+		// applying.
+		if tick {
+			if _, err := h.st.ExpireGrants(ctx); err != nil {
+				h.log.Warn("event stream: failed to record expired grants", "err", err)
+			}
 		}
 		grants, err := h.st.GrantChanges(ctx, gafter, 500)
 		if err != nil {

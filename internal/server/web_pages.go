@@ -227,7 +227,6 @@ func (w *web) decide(approve bool) pageHandler {
 			return
 		}
 		w.s.view.applyDecided(a)
-		w.s.hub.poke()
 		verb := "Approved"
 		if !approve {
 			verb = "Denied"
