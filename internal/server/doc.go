@@ -26,12 +26,13 @@
 //
 // The pending list (status=pending) is answered from memory: a view of the
 // pending requests kept from the same change feed as the stream
-// (pending.go), each row encoded once per change. It lags the database as
-// the stream does — a request another process created shows after its
-// wake-up (LISTEN/NOTIFY on PostgreSQL, the store's poll on SQLite), one
-// decided elsewhere leaves then — and a decision made through this server
-// leaves it at once. A stale list costs a 409: every decision is checked
-// by the store. Other lists read the database.
+// (pending.go), each row encoded once per change. What this process wrote
+// is in it at once (a list first reads the feed if this process wrote
+// since the last read); what another process wrote, as soon as the stream
+// has it (LISTEN/NOTIFY on PostgreSQL, the store's poll, 50 ms, on
+// SQLite; the hub's poll if a notification is lost). A stale list costs a
+// 409: every decision is checked by the store. Other lists read the
+// database.
 //
 // The supervisor page (web*.go; html/template pages and static files
 // embedded from web/):

@@ -23,8 +23,10 @@ import (
 // created by another process is therefore missing from it for as long as
 // the event stream would miss it (at most the store's poll on SQLite, one
 // notification on PostgreSQL, the hub's poll if a notification is lost).
-// A decision made through this server is applied at once, so whoever
-// decided never sees the request pending again. While the feed cannot be
+// A write of this process is in it before the next list answers (the list
+// reads the feed first when the store's count of this process's writes
+// moved: hub.catchUp), and a decision made through this server is applied
+// at once, so whoever decided never sees the request pending again. While the feed cannot be
 // read the view is not used (lists go to the database), and it resumes
 // from the last position read, losing nothing. Deciding never trusts it:
 // the store's conditional update decides, and a stale list only costs the

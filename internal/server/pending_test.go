@@ -148,6 +148,29 @@ func TestPendingViewMatchesDatabase(t *testing.T) {
 	}
 }
 
+// TestPendingViewSeesOwnWritesAtOnce: a request stored by this process (an
+// agent's call served by this warden serve) is listed by the very next
+// list, without waiting for the change feed's wake-up, and one decided
+// through the store here leaves it as soon.
+func TestPendingViewSeesOwnWritesAtOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var want []string
+	for i := range 30 {
+		id := f.newRequest(t)
+		want = append([]string{id}, want...)
+		if i%3 == 2 {
+			if _, err := f.b.Decide(t.Context(), want[1], "alice", true, ""); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want[:1], want[2:]...)
+		}
+		if got := pendingIDs(t, f.srv.URL, 1000); !cmp.Equal(got, want) {
+			t.Fatalf("after write %d: listed %v, want %v", i, got, want)
+		}
+	}
+}
+
 // TestPendingViewDecidedElsewhere: a request decided on another replica
 // leaves this one's list within the poll bound, and one created by
 // another process between two lists appears within it; a decision made

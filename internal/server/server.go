@@ -284,6 +284,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ string) {
 		f.Limit = n
 	}
 	if f.State == store.Pending {
+		// A client that goes away must not fail the read for the others.
+		s.hub.catchUp(context.WithoutCancel(r.Context()))
 		if body, ok := s.view.answer(f.Limit); ok {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("X-Content-Type-Options", "nosniff")
