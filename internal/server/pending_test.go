@@ -27,20 +27,7 @@ func (f *fixture) replica(t *testing.T) (*httptest.Server, *store.SQLite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := approval.New(t.Context(), approval.Options{Store: st, Supervisors: []string{"alice", "bob"}, Remote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Options{Broker: b, Tokens: map[string]string{aliceTok: "alice", bobTok: "bob"}, Poll: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		s.Close()
-		srv.Close()
-		st.Close()
-	})
+	_, srv := serveOn(t, st, time.Second)
 	return srv, st
 }
 
