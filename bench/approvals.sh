@@ -6,6 +6,8 @@
 #
 #   bench/approvals.sh                          SQLite, one server
 #   bench/approvals.sh -store postgres -replicas 3
+#   bench/approvals.sh -rate 400               offered load: 400 list+decide
+#                                               pairs/s on a fixed schedule
 #
 # With -store postgres it runs under scripts/postgres (a throwaway server)
 # unless WARDEN_TEST_POSTGRES_URL already names one.

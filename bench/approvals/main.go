@@ -7,7 +7,18 @@
 // request takes to reach each server's event stream (what the supervisor
 // page shows).
 //
-//	go run ./bench/approvals -warden ./warden [-store sqlite|postgres] [-replicas N]
+//	go run ./bench/approvals -warden ./warden [-store sqlite|postgres] [-replicas N] [-rate R]
+//
+// By default the load is a closed loop: each client lists and decides
+// again as soon as its last answer came, so latency is the clients' number
+// divided by the throughput. With -rate R the load is offered: R
+// list+decide pairs per second on a fixed schedule, slot i at i/R seconds,
+// taken by client i mod -clients; list and pair latencies count from the
+// slot, so a client still busy when its next slot comes is charged the
+// wait (no coordinated omission), and decide counts from its request,
+// sent as soon as the list answered. It also prints the CPU time the
+// servers and this process (the clients and the producer) used per
+// request, from /proc.
 //
 // With -store postgres, WARDEN_TEST_POSTGRES_URL names a server (an
 // administrator's URL, as scripts/postgres prints it); the benchmark
@@ -47,8 +58,13 @@ func main() {
 	pending := flag.Int("pending", 1000, "pending requests kept in the database")
 	backend := flag.String("store", "sqlite", "sqlite or postgres")
 	replicas := flag.Int("replicas", 1, "warden serve processes sharing the database")
+	rate := flag.Float64("rate", 0, "list+decide pairs per second over all clients on a fixed schedule (0: each client loops without pause)")
 	flag.Parse()
-	if err := run(*wardenBin, *backend, *replicas, *clients, *duration, *pending); err != nil {
+	if *rate < 0 {
+		fmt.Fprintln(os.Stderr, "bench: error: -rate must be positive (or 0 for the closed loop)")
+		os.Exit(2)
+	}
+	if err := run(*wardenBin, *backend, *replicas, *clients, *duration, *pending, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: error:", err)
 		os.Exit(1)
 	}
@@ -95,7 +111,7 @@ func database(backend, dir string) (dbFlag string, env []string, st *store.DB, c
 	return "", nil, nil, nil, fmt.Errorf("unknown -store %q", backend)
 }
 
-func run(bin, backend string, replicas, clients int, dur time.Duration, pending int) error {
+func run(bin, backend string, replicas, clients int, dur time.Duration, pending int, rate float64) error {
 	dir, err := os.MkdirTemp("", "warden-bench-")
 	if err != nil {
 		return err
@@ -172,6 +188,7 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 	}
 
 	var bases []string
+	var pids []int
 	for range replicas {
 		srv := exec.Command(bin, "--config", cfg, "serve", "--addr", "127.0.0.1:0", "--db", dbFlag)
 		srv.Env = env
@@ -189,6 +206,7 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 		}
 		go io.Copy(io.Discard, stderr)
 		bases = append(bases, base)
+		pids = append(pids, srv.Process.Pid)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx0, dur)
@@ -237,19 +255,45 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 	type win struct{ sup, state string }
 	var mu sync.Mutex
 	wins := map[string][]win{}
-	var listLat, decideLat []time.Duration
-	var conflicts, failures atomic.Int64
+	var listLat, decideLat, pairLat []time.Duration
+	var conflicts, failures, empty atomic.Int64
 	var wg sync.WaitGroup
+	cpuServers0, cpuSelf0 := cpuOf(pids...), cpuOf(os.Getpid())
+	start := time.Now()
 	for c := range clients {
 		wg.Go(func() {
 			sup := c % nSup
 			base := bases[c%len(bases)]
 			tok := "Bearer " + tokens[sup]
-			var ll, dl []time.Duration
-			for ctx.Err() == nil {
+			var ll, dl, pl []time.Duration
+			for k := 0; ctx.Err() == nil; k++ {
 				t0 := time.Now()
+				if rate > 0 {
+					// Open loop: pair number c + k·clients of the whole
+					// schedule starts at its slot, and its latencies count
+					// from that slot, so a server that falls behind is
+					// charged the wait of every pair queued behind it
+					// (no coordinated omission).
+					t0 = start.Add(time.Duration(float64(c+k*clients) / rate * float64(time.Second)))
+					if !t0.Before(start.Add(dur)) {
+						break
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Until(t0)):
+					}
+					if ctx.Err() != nil {
+						break
+					}
+				}
+				pairStart := t0
+				// Only the ids: decoding whole requests would cost the
+				// clients, who share the cores with the servers, more
+				// than the servers spend answering.
 				var list struct {
-					Approvals []store.Approval `json:"approvals"`
+					Approvals []struct {
+						ID string `json:"request_id"`
+					} `json:"approvals"`
 				}
 				code, err := call(hc, "GET", base+"/api/approvals?status=pending&limit=50", tok, "", &list)
 				if ctx.Err() != nil {
@@ -261,6 +305,7 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 					continue
 				}
 				if len(list.Approvals) == 0 {
+					empty.Add(1)
 					continue
 				}
 				a := list.Approvals[rand.IntN(len(list.Approvals))]
@@ -271,6 +316,7 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 				t0 = time.Now()
 				code, err = call(hc, "POST", base+"/api/approvals/"+a.ID+"/"+verb, tok, `{"reason":"bench"}`, nil)
 				dl = append(dl, time.Since(t0))
+				pl = append(pl, time.Since(pairStart))
 				switch {
 				case err != nil:
 					failures.Add(1)
@@ -288,10 +334,12 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 			mu.Lock()
 			listLat = append(listLat, ll...)
 			decideLat = append(decideLat, dl...)
+			pairLat = append(pairLat, pl...)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	cpuServers, cpuSelf := cpuOf(pids...)-cpuServers0, cpuOf(os.Getpid())-cpuSelf0
 	prodWG.Wait()
 	streams.Wait()
 	if prodErr != nil {
@@ -327,11 +375,24 @@ func run(bin, backend string, replicas, clients int, dur time.Duration, pending 
 	st.DB().QueryRow(`SELECT COUNT(*) FROM (SELECT request_id FROM audit WHERE event = 'approval' GROUP BY request_id HAVING COUNT(*) > 1) AS d`).Scan(&auditDup)
 	rows, _, verr := st.VerifyAudit(ctx0)
 
-	fmt.Printf("store=%s replicas=%d clients=%d duration=%s pending≈%d requests_created=%d\n", backend, replicas, clients, dur, pending, created.Load())
+	mode := "closed loop"
+	if rate > 0 {
+		mode = fmt.Sprintf("rate=%g pairs/s offered, %.0f/s done; list and pair from the scheduled start", rate, float64(len(pairLat))/dur.Seconds())
+	}
+	fmt.Printf("store=%s replicas=%d clients=%d duration=%s pending≈%d requests_created=%d (%s)\n", backend, replicas, clients, dur, pending, created.Load(), mode)
 	fmt.Printf("list   n=%d %s\n", len(listLat), pct(listLat))
 	fmt.Printf("decide n=%d %s\n", len(decideLat), pct(decideLat))
+	fmt.Printf("pair   n=%d %s\n", len(pairLat), pct(pairLat))
 	fmt.Printf("shown  n=%d %s (request stored → event on a server's stream)\n", len(shown), pct(shown))
 	fmt.Printf("decisions won=%d (%.0f/s) conflicts(409)=%d failures=%d\n", len(wins), float64(len(wins))/dur.Seconds(), conflicts.Load(), failures.Load())
+	// A list that found nothing pending is not followed by a decision:
+	// the producer did not keep up, and such lists are cheaper than the
+	// rest.
+	fmt.Printf("empty lists=%d, pending at the end=%d\n", empty.Load(), len(all)-inDB)
+	if n := len(listLat) + len(decideLat); n > 0 {
+		fmt.Printf("cpu per request (list or decide): servers %.3f ms, bench process (clients and producer) %.3f ms\n",
+			float64(cpuServers.Microseconds())/1000/float64(n), float64(cpuSelf.Microseconds())/1000/float64(n))
+	}
 	fmt.Printf("check: decided_in_db=%d double=%d lost=%d mismatched=%d audit_duplicates=%d audit_rows=%d audit_chain=%v\n",
 		inDB, double, lost, mismatched, auditDup, rows, okOr(verr))
 	if double+lost+mismatched+auditDup > 0 || verr != nil || failures.Load() > 0 || inDB != len(wins) {
@@ -375,6 +436,29 @@ func watchStream(ctx context.Context, base, auth string, seen func(id string, at
 			requested = false
 		}
 	}
+}
+
+// cpuOf is the CPU time (user + system) the processes have used, from
+// /proc/PID/stat (clock ticks of 10 ms: USER_HZ is 100 on Linux).
+func cpuOf(pids ...int) time.Duration {
+	var ticks int64
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The command name, in parentheses, may hold spaces: count the
+		// fields after it (utime and stime are the 14th and 15th).
+		_, rest, _ := strings.Cut(string(data), ") ")
+		f := strings.Fields(rest)
+		if len(f) > 12 {
+			var u, st int64
+			fmt.Sscan(f[11], &u)
+			fmt.Sscan(f[12], &st)
+			ticks += u + st
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 func okOr(err error) string {

@@ -24,6 +24,16 @@
 // The stream carries approval.requested, approval.decided, grant.created,
 // grant.used, grant.revoked and grant.expired events.
 //
+// The pending list (status=pending) is answered from memory: a view of the
+// pending requests kept from the same change feed as the stream
+// (pending.go), each row encoded once per change. What this process wrote
+// is in it at once (a list first reads the feed if this process wrote
+// since the last read); what another process wrote, as soon as the stream
+// has it (LISTEN/NOTIFY on PostgreSQL, the store's poll, 50 ms, on
+// SQLite; the hub's poll if a notification is lost). A stale list costs a
+// 409: every decision is checked by the store. Other lists read the
+// database.
+//
 // The supervisor page (web*.go; html/template pages and static files
 // embedded from web/):
 //

@@ -62,6 +62,7 @@ type Server struct {
 	mux   *http.ServeMux
 	guard *originGuard
 	cps   CheckpointSource
+	view  *pendingView
 }
 
 // SupervisorTokens reads each configured supervisor's token: from its
@@ -132,7 +133,8 @@ func New(o Options) (*Server, error) {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Second
 	}
-	head, err := o.Broker.Store().ChangeHead(context.Background())
+	s.view = newPendingView()
+	head, err := s.view.load(context.Background(), o.Broker.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +142,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.hub = newHub(o.Broker.Store(), head, ghead, o.Poll, o.Heartbeat, o.Sweep, s.log)
+	s.hub = newHub(o.Broker.Store(), s.view, head, ghead, o.Poll, o.Heartbeat, o.Sweep, s.log)
 	s.registerWeb()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -280,6 +282,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ string) {
 			return
 		}
 		f.Limit = n
+	}
+	if f.State == store.Pending {
+		// A client that goes away must not fail the read for the others.
+		s.hub.catchUp(context.WithoutCancel(r.Context()))
+		if body, ok := s.view.answer(f.Limit); ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusOK)
+			w.Write(body)
+			return
+		}
 	}
 	list, err := s.b.Store().List(r.Context(), f)
 	if err != nil {
@@ -425,7 +438,7 @@ func (s *Server) decide(approve bool) authedHandler {
 				writeStoreErr(w, err)
 				return
 			}
-			s.hub.poke()
+			s.view.applyDecided(a)
 			writeJSON(w, http.StatusOK, AlwaysApproval{Approval: a, Rules: written})
 			return
 		}
@@ -444,7 +457,7 @@ func (s *Server) decide(approve bool) authedHandler {
 				writeStoreErr(w, err)
 				return
 			}
-			s.hub.poke()
+			s.view.applyDecided(a)
 			writeJSON(w, http.StatusOK, GrantedApproval{Approval: a, Grant: g})
 			return
 		}
@@ -453,7 +466,7 @@ func (s *Server) decide(approve bool) authedHandler {
 			writeStoreErr(w, err)
 			return
 		}
-		s.hub.poke()
+		s.view.applyDecided(a)
 		writeJSON(w, http.StatusOK, a)
 	}
 }
@@ -494,7 +507,6 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request, supervisor strin
 		writeStoreErr(w, err)
 		return
 	}
-	s.hub.poke()
 	g, err := s.b.Store().GetGrant(r.Context(), id)
 	if err != nil {
 		writeStoreErr(w, err)

@@ -40,11 +40,19 @@ func setupClock(t *testing.T, now func() time.Time) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, srv := serveOn(t, st, 10*time.Millisecond)
+	return &fixture{st, b, srv}
+}
+
+// serveOn starts a server for alice and bob on st, polling every poll;
+// the test's end closes it and st.
+func serveOn(t *testing.T, st *store.SQLite, poll time.Duration) (*approval.Broker, *httptest.Server) {
+	t.Helper()
 	b, err := approval.New(t.Context(), approval.Options{Store: st, Supervisors: []string{"alice", "bob"}, Remote: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Broker: b, Tokens: map[string]string{aliceTok: "alice", bobTok: "bob"}, Poll: 10 * time.Millisecond})
+	s, err := New(Options{Broker: b, Tokens: map[string]string{aliceTok: "alice", bobTok: "bob"}, Poll: poll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +62,7 @@ func setupClock(t *testing.T, now func() time.Time) *fixture {
 		srv.Close()
 		st.Close()
 	})
-	return &fixture{st, b, srv}
+	return b, srv
 }
 
 // newRequest stores a pending request as another process would.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardenhq/warden/internal/store"
@@ -29,6 +30,7 @@ type Event struct {
 // `warden tool call` that died), since no caller is left to do it.
 type hub struct {
 	st        store.Store
+	view      *pendingView
 	log       *slog.Logger
 	heartbeat time.Duration
 	sweep     time.Duration
@@ -37,15 +39,22 @@ type hub struct {
 	subs   map[chan []byte]struct{}
 	closed bool
 
+	// feedMu serialises reads of the requests' change feed; after is the
+	// last sequence read; readWrites is 1 + the store's LocalWrites noted
+	// before the last read that reached the end of the feed (0: none yet).
+	feedMu     sync.Mutex
+	after      int64
+	readWrites atomic.Uint64
+
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newHub(st store.Store, head, ghead int64, poll, heartbeat, sweep time.Duration, log *slog.Logger) *hub {
-	h := &hub{st: st, log: log, heartbeat: heartbeat, sweep: sweep, subs: map[chan []byte]struct{}{},
+func newHub(st store.Store, view *pendingView, head, ghead int64, poll, heartbeat, sweep time.Duration, log *slog.Logger) *hub {
+	h := &hub{st: st, view: view, after: head, log: log, heartbeat: heartbeat, sweep: sweep, subs: map[chan []byte]struct{}{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go h.run(head, ghead, poll)
+	go h.run(ghead, poll)
 	return h
 }
 
@@ -56,7 +65,67 @@ func (h *hub) poke() {
 	}
 }
 
-func (h *hub) run(after, gafter int64, poll time.Duration) {
+// readApprovals reads the requests' change feed after the last position
+// read, hands each changed row to the pending view and the streams, in
+// order, and reports whether more may be waiting. The hub's loop calls it
+// at each wake-up (unless nil); a list calls it through catchUp, with
+// unless its count of this process's writes: the read is skipped when one
+// that began after that count was reached is already done.
+func (h *hub) readApprovals(ctx context.Context, unless *uint64) (more bool, err error) {
+	h.feedMu.Lock()
+	defer h.feedMu.Unlock()
+	if unless != nil && h.readWrites.Load() > *unless {
+		return false, nil // read meanwhile by another caller
+	}
+	writes := h.localWrites()
+	changes, err := h.st.Changes(ctx, h.after, 500)
+	if err != nil {
+		h.view.fed(h.after, false)
+		return false, err
+	}
+	for _, a := range changes {
+		h.view.apply(a)
+		h.after = a.Seq
+		ev := Event{Type: "approval.decided", Approval: a}
+		if a.State == store.Pending {
+			ev.Type = "approval.requested"
+		}
+		data, _ := json.Marshal(ev)
+		h.broadcast([]byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", a.Seq, ev.Type, data)))
+	}
+	h.view.fed(h.after, true)
+	if len(changes) == 500 {
+		return true, nil
+	}
+	h.readWrites.Store(writes + 1)
+	return false, nil
+}
+
+// localWrites is the store's count of this process's writes, when it
+// keeps one (store.DB does).
+func (h *hub) localWrites() uint64 {
+	if lw, ok := h.st.(interface{ LocalWrites() uint64 }); ok {
+		return lw.LocalWrites()
+	}
+	return 0
+}
+
+// catchUp makes sure the feed has been read to its end by a read that
+// began after every write this process committed before the call: what
+// this process wrote is then in the pending view. Reads that are done
+// meanwhile by others count, so under a stream of writes a list waits for
+// at most one read, not for the writes to stop.
+func (h *hub) catchUp(ctx context.Context) {
+	w0 := h.localWrites()
+	for h.readWrites.Load() <= w0 {
+		more, err := h.readApprovals(ctx, &w0)
+		if err != nil || !more {
+			return
+		}
+	}
+}
+
+func (h *hub) run(gafter int64, poll time.Duration) {
 	defer close(h.done)
 	// The store wakes the hub when anything changes, in any process
 	// (LISTEN/NOTIFY on PostgreSQL); the ticker is a safety net.
@@ -66,11 +135,16 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 	defer t.Stop()
 	sweep := time.NewTicker(h.sweep)
 	defer sweep.Stop()
+	// A write of this process wakes the hub through the store's
+	// watcher, as any other process's does: no second wake-up (and read)
+	// from the handler that wrote.
 	for {
+		tick := false
 		select {
 		case <-h.stop:
 			return
 		case <-t.C:
+			tick = true
 		case <-h.wake:
 		case <-changed:
 		case <-sweep.C:
@@ -78,24 +152,19 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 			continue
 		}
 		ctx := context.Background()
-		changes, err := h.st.Changes(ctx, after, 500)
+		more, err := h.readApprovals(ctx, nil)
 		if err != nil {
 			h.log.Warn("event stream: failed to read changes", "err", err)
 			continue
 		}
-		for _, a := range changes {
-			after = a.Seq
-			ev := Event{Type: "approval.decided", Approval: a}
-			if a.State == store.Pending {
-				ev.Type = "approval.requested"
+		// Expiry happens by the clock: record it, at each tick of the
+		// poll (not at every change, which does not bring it closer), so
+		// the stream (and the audit chain) say when a grant stopped
+		// applying.
+		if tick {
+			if _, err := h.st.ExpireGrants(ctx); err != nil {
+				h.log.Warn("event stream: failed to record expired grants", "err", err)
 			}
-			data, _ := json.Marshal(ev)
-			h.broadcast([]byte(fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", a.Seq, ev.Type, data)))
-		}
-		// Expiry happens by the clock: record it so the stream (and the
-		// audit chain) say when a grant stopped applying.
-		if _, err := h.st.ExpireGrants(ctx); err != nil {
-			h.log.Warn("event stream: failed to record expired grants", "err", err)
 		}
 		grants, err := h.st.GrantChanges(ctx, gafter, 500)
 		if err != nil {
@@ -108,7 +177,7 @@ func (h *hub) run(after, gafter int64, poll time.Duration) {
 			data, _ := json.Marshal(ev)
 			h.broadcast([]byte(fmt.Sprintf("id: g%d\nevent: %s\ndata: %s\n\n", g.Seq, ev.Type, data)))
 		}
-		if len(changes) == 500 || len(grants) == 500 {
+		if more || len(grants) == 500 {
 			h.poke()
 		}
 	}

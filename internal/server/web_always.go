@@ -62,7 +62,6 @@ func (w *web) always(rw http.ResponseWriter, r *http.Request, s *webSession) {
 		w.answer(rw, r, s, next, code, "error", msg)
 		return
 	}
-	w.s.hub.poke()
 	var ids []string
 	for _, r := range written {
 		ids = append(ids, r.ID)

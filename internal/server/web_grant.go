@@ -97,7 +97,6 @@ func (w *web) grant(rw http.ResponseWriter, r *http.Request, s *webSession) {
 		w.answer(rw, r, s, next, code, "error", msg)
 		return
 	}
-	w.s.hub.poke()
 	where := "in session " + a.Session
 	if g.Scope() == store.ScopeWorkspaceAgent {
 		agent := a.Agent
@@ -120,7 +119,6 @@ func (w *web) revoke(rw http.ResponseWriter, r *http.Request, s *webSession) {
 	var gse *store.GrantStateError
 	switch {
 	case err == nil:
-		w.s.hub.poke()
 		w.answer(rw, r, s, "/", http.StatusOK, "ok", fmt.Sprintf("Revoked grant %s.", shortID(id)))
 	case errors.As(err, &gse):
 		msg := fmt.Sprintf("Grant %s was already %s", shortID(id), gse.State)

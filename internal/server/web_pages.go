@@ -226,7 +226,7 @@ func (w *web) decide(approve bool) pageHandler {
 			w.answer(rw, r, s, next, code, "error", msg)
 			return
 		}
-		w.s.hub.poke()
+		w.s.view.applyDecided(a)
 		verb := "Approved"
 		if !approve {
 			verb = "Denied"

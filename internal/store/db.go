@@ -52,6 +52,8 @@ type DB struct {
 	// lock: writers of one process queue here, in order, instead of waiting
 	// in the database while holding pool connections that readers need.
 	writer chan struct{}
+	// writes counts committed write transactions (LocalWrites).
+	writes atomic.Uint64
 	// head is the audit chain's last row as appended in the transaction
 	// tx, so a batch reads it once (guarded by writer).
 	head struct {
@@ -355,10 +357,17 @@ func (s *DB) runBatchTx(jobs []*writeJob, savepoints bool) (again bool) {
 		return false
 	}
 	if !light {
+		s.writes.Add(1)
 		s.watch.kick()
 	}
 	return false
 }
+
+// LocalWrites counts the write transactions this process has committed
+// (lease heartbeats aside). A reader that notes it before reading the
+// change feed knows, when it has moved since, that a write of this
+// process may not be in what it read.
+func (s *DB) LocalWrites() uint64 { return s.writes.Load() }
 
 // isStoreError reports whether err is one of the store's own refusals,
 // which reach the caller unwrapped.
