@@ -83,8 +83,9 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 	// that the runtime woke to look for work on every hand-off between
 	// goroutines (a request read, its handler, os/exec's helpers), and a
 	// monitor thread that kept waking every 20 µs while one slot sat in a
-	// command's waitid. Measured, exec of /bin/true: about 10% less CPU
-	// in the whole tree through the worker (bench/sandbox.sh with CPU=1).
+	// command's waitid. Measured, exec of /bin/true (bench/sandbox.sh with
+	// CPU=1): 7–10% less CPU in the whole tree through the worker at load
+	// 9–18 on 2 cores, about 1% at load 3–4.
 	// A command's wait still gives the slot up: the monitor hands it on
 	// once the wait outlasts two of its ticks, and reads during a running
 	// command were measured no slower (BenchmarkReadFile4KWhileExec).
