@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,4 +159,37 @@ func BenchmarkColdStart(b *testing.B) {
 		w.Close()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkReadFile4KWhileExec is BenchmarkReadFile4K/worker while a
+// command runs in the same worker (sleep, started before and killed
+// after): a read must not wait for the command's wait to give up its
+// thread. It reports the 99th percentile and the slowest call, with a
+// pause between calls so that the worker goes idle in between, as it does
+// between an agent's calls.
+func BenchmarkReadFile4KWhileExec(b *testing.B) {
+	w, _ := benchWorker(b)
+	fsys := w.FS()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Runner().Run(ctx, command.Spec{Argv: []string{"/bin/sleep", "600"}, Timeout: 10 * time.Minute})
+	}()
+	defer func() { cancel(); <-done }()
+	time.Sleep(200 * time.Millisecond) // the sleep is running
+	var lat []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(2 * time.Millisecond)
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := fsys.ReadFile("r.txt", 0); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }

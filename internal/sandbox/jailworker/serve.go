@@ -77,6 +77,19 @@ func Serve(ctx context.Context, specJSON string, in io.Reader, out io.Writer) er
 		return fmt.Errorf("failed to keep inherited descriptors from the commands: %w", err)
 	}
 	reserveThreads(reservedThreads)
+	// One scheduler slot. The worker's work is system calls (a command's
+	// fork, exec and wait, a file's open and read) and a little encoding;
+	// a second slot bought no parallelism it used, only a spare thread
+	// that the runtime woke to look for work on every hand-off between
+	// goroutines (a request read, its handler, os/exec's helpers), and a
+	// monitor thread that kept waking every 20 µs while one slot sat in a
+	// command's waitid. Measured, exec of /bin/true (bench/sandbox.sh with
+	// CPU=1): 7–10% less CPU in the whole tree through the worker at load
+	// 9–18 on 2 cores, about 1% at load 3–4.
+	// A command's wait still gives the slot up: the monitor hands it on
+	// once the wait outlasts two of its ticks, and reads during a running
+	// command were measured no slower (BenchmarkReadFile4KWhileExec).
+	runtime.GOMAXPROCS(1)
 	if err := writeGitIgnore(spec.GitIgnore); err != nil {
 		return err
 	}
