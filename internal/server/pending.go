@@ -53,7 +53,14 @@ type pendingView struct {
 	bodyVer  uint64
 	bodyN    int
 	bodyHave bool
+	// overflow: more than maxViewRows were pending; the view stays unused.
+	overflow bool
 }
+
+// maxViewRows bounds the view's memory. Past it the view lets go of its
+// rows and lists go to the database until the server restarts: callers that
+// keep that many requests waiting must not make a server hold them all.
+const maxViewRows = 10000
 
 type viewRow struct {
 	a    *store.Approval
@@ -73,7 +80,7 @@ func (v *pendingView) load(ctx context.Context, st store.Store) (head int64, err
 	if err != nil {
 		return 0, err
 	}
-	list, err := st.List(ctx, store.Filter{State: store.Pending})
+	list, err := st.List(ctx, store.Filter{State: store.Pending, Limit: maxViewRows + 1})
 	if err != nil {
 		return 0, err
 	}
@@ -131,6 +138,9 @@ func (v *pendingView) applyDecided(a *store.Approval) {
 
 // applyLocked reports whether a was newer than what the view knew.
 func (v *pendingView) applyLocked(a *store.Approval) bool {
+	if v.overflow {
+		return false
+	}
 	if seq, ok := v.gone[a.ID]; ok && a.Seq <= seq {
 		return false
 	}
@@ -155,6 +165,10 @@ func (v *pendingView) applyLocked(a *store.Approval) bool {
 	i := v.index(a)
 	v.rows = slices.Insert(v.rows, i, r)
 	v.byID[a.ID] = r
+	if len(v.rows) > maxViewRows && !v.overflow {
+		v.overflow = true
+		v.rows, v.byID, v.body = nil, map[string]*viewRow{}, nil
+	}
 	return true
 }
 
@@ -180,7 +194,7 @@ func (v *pendingView) fed(after int64, ok bool) {
 func (v *pendingView) answer(n int) ([]byte, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.ready {
+	if !v.ready || v.overflow {
 		return nil, false
 	}
 	if v.bodyHave && v.bodyVer == v.version && v.bodyN == n {

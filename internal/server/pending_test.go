@@ -324,3 +324,32 @@ func BenchmarkListPending(b *testing.B) {
 		}
 	})
 }
+
+// TestPendingViewBounded: past maxViewRows pending requests the view lets
+// go of its rows and answers nothing (lists go to the database), and later
+// changes do not fill it again.
+func TestPendingViewBounded(t *testing.T) {
+	t.Parallel()
+	v := newPendingView()
+	v.fed(0, true)
+	t0 := time.Now()
+	add := func(i int) {
+		v.apply(&store.Approval{ID: fmt.Sprintf("r%d", i), Seq: int64(i + 1), State: store.Pending, CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	for i := range maxViewRows {
+		add(i)
+	}
+	if _, ok := v.answer(50); !ok {
+		t.Fatalf("%d pending: the view does not answer", maxViewRows)
+	}
+	add(maxViewRows)
+	if _, ok := v.answer(50); ok {
+		t.Fatalf("%d pending: the view still answers", maxViewRows+1)
+	}
+	for i := maxViewRows + 1; i < maxViewRows+100; i++ {
+		add(i)
+	}
+	if n := len(v.rows) + len(v.byID); n != 0 {
+		t.Fatalf("after overflow the view holds %d rows", n)
+	}
+}
