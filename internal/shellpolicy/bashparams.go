@@ -26,6 +26,11 @@ import (
 //     cat /etc/passwd. Arithmetic there that is not made of numbers and
 //     variables holding known numbers is not followed.
 
+//   - ${x:-word} (and -, +, :+, =, :=, ?, :?): bash removes the
+//     backslashes that quote in word; the expander keeps them. Written in
+//     eval "${x:-echo \`touch y\`}" the expander's string was one echo, bash
+//     runs touch. A word with a backslash there is not followed.
+
 // paramDisagrees reports a word with a parameter expansion whose value
 // bash and the expander may compute differently under e.
 func (j *judge) paramDisagrees(w *syntax.Word, e *readEnv) bool {
@@ -38,6 +43,9 @@ func (j *judge) paramDisagrees(w *syntax.Word, e *readEnv) bool {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			return false // judged on their own; their output is text
 		case *syntax.ParamExp:
+			if n.Exp != nil && defaultOp(n.Exp.Op) && backslashLit(n.Exp.Word) {
+				found = true
+			}
 			if n.Repl != nil && n.Repl.With != nil && j.replDisagrees(n.Repl.With, e) {
 				found = true
 			}
@@ -203,4 +211,33 @@ func (j *judge) arithLiteral(w *syntax.Word, e *readEnv) (string, bool) {
 	}
 	s, err := expand.Literal(cfg, w)
 	return s, err == nil
+}
+
+// defaultOp is an operator of ${x<op>word} whose word is expanded as text.
+func defaultOp(op syntax.ParExpOperator) bool {
+	switch op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AlternateUnset, syntax.AlternateUnsetOrNull,
+		syntax.AssignUnset, syntax.AssignUnsetOrNull, syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+		return true
+	}
+	return false
+}
+
+// backslashLit reports a backslash in the literal text of w, quoted or not
+// (a substitution's body aside).
+func backslashLit(w *syntax.Word) bool {
+	found := false
+	if w == nil {
+		return false
+	}
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			return false
+		case *syntax.Lit:
+			found = found || strings.Contains(n.Value, `\`)
+		}
+		return !found
+	})
+	return found
 }

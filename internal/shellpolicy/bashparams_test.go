@@ -34,6 +34,13 @@ func TestBashParamDisagreements(t *testing.T) {
 		"cat {T..d..8}/etc/passwd",
 		"cat {d..T..8}etc/passwd",
 		"cat {Z..a}",
+		"eval \"${x:-echo \\`touch PWNED\\`}\"",
+		`cat ${0+a\"b} "${x:-a\\b}"`,
+		"BASH_CMDS[cat]=/usr/bin/touch; cat PWNED",
+		"printf -v 'BASH_CMDS[cat]' /usr/bin/touch; cat PWNED",
+		"read 'BASH_CMDS[cat]' <<< /usr/bin/touch; cat PWNED",
+		": ${BASH_CMDS[cat]:=/usr/bin/touch}; cat PWNED",
+		"read 'PATH[0]' <<< /tmp; cat PWNED",
 	} {
 		if v := Judge(line, testOptions(false)); !v.Blocked && v.Class == Safe {
 			t.Errorf("%q is safe\n%s", line, dump(v))
