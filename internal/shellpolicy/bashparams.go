@@ -31,6 +31,11 @@ import (
 //     eval "${x:-echo \`touch y\`}" the expander's string was one echo, bash
 //     runs touch. A word with a backslash there is not followed.
 
+//   - A pattern with an equivalence class or a collating symbol
+//     ([[=a=]], [[.a.]]) matches in bash and not in the expander:
+//     x=a/etc/passwd; cat ${x#[[=a=]]} is cat /etc/passwd. ${!prefix@}
+//     lists variable names the expander does not give.
+
 // paramDisagrees reports a word with a parameter expansion whose value
 // bash and the expander may compute differently under e.
 func (j *judge) paramDisagrees(w *syntax.Word, e *readEnv) bool {
@@ -43,6 +48,13 @@ func (j *judge) paramDisagrees(w *syntax.Word, e *readEnv) bool {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			return false // judged on their own; their output is text
 		case *syntax.ParamExp:
+			if n.Excl && n.Names != 0 {
+				found = true // ${!prefix@}: names the expander does not list
+			}
+			if n.Exp != nil && !defaultOp(n.Exp.Op) && n.Exp.Op != syntax.OtherParamOps && j.patternClasses(n.Exp.Word, e) ||
+				n.Repl != nil && j.patternClasses(n.Repl.Orig, e) {
+				found = true
+			}
 			if n.Exp != nil && defaultOp(n.Exp.Op) && backslashLit(n.Exp.Word) {
 				found = true
 			}
@@ -236,6 +248,37 @@ func backslashLit(w *syntax.Word) bool {
 			return false
 		case *syntax.Lit:
 			found = found || strings.Contains(n.Value, `\`)
+		}
+		return !found
+	})
+	return found
+}
+
+// patternClasses reports a pattern holding [= or [. in its text or in a
+// variable it expands, or text the judge cannot see.
+func (j *judge) patternClasses(w *syntax.Word, e *readEnv) bool {
+	bad := func(s string) bool { return strings.Contains(s, "[=") || strings.Contains(s, "[.") }
+	found := false
+	if w == nil {
+		return false
+	}
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst:
+			if o := j.substOut[n]; o == nil || o.text == nil || bad(*o.text) {
+				found = true
+			}
+			return false
+		case *syntax.Lit:
+			found = found || bad(n.Value)
+		case *syntax.SglQuoted:
+			found = found || bad(n.Value)
+		case *syntax.ParamExp:
+			// A pattern the judge cannot see may match: ${x#$TERM} strips
+			// the a of a/etc/passwd when TERM is a.
+			if n.Param != nil && (j.lookup(n.Param.Value).unknown || valueHas(e.Get(n.Param.Value), func(s string) bool { return bad(s) || hasHole(s) })) {
+				found = true
+			}
 		}
 		return !found
 	})

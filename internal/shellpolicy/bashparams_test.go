@@ -41,6 +41,12 @@ func TestBashParamDisagreements(t *testing.T) {
 		"read 'BASH_CMDS[cat]' <<< /usr/bin/touch; cat PWNED",
 		": ${BASH_CMDS[cat]:=/usr/bin/touch}; cat PWNED",
 		"read 'PATH[0]' <<< /tmp; cat PWNED",
+		"x=a/etc/passwd; cat ${x#[[=a=]]}",
+		`x=a/etc/passwd; cat "${x/[[.a.]]}"`,
+		"x=a/etc/passwd; p='[[=a=]]'; cat ${x#$p}",
+		"x=a/etc/passwd; cat ${x#$TERM}",
+		"x=a/etc/passwd; cat ${x%$(cat f)}",
+		"sudo=1; ${!sud@} id",
 	} {
 		if v := Judge(line, testOptions(false)); !v.Blocked && v.Class == Safe {
 			t.Errorf("%q is safe\n%s", line, dump(v))
