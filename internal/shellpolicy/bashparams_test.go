@@ -47,6 +47,10 @@ func TestBashParamDisagreements(t *testing.T) {
 		"x=a/etc/passwd; cat ${x#$TERM}",
 		"x=a/etc/passwd; cat ${x%$(cat f)}",
 		"sudo=1; ${!sud@} id",
+		`cat "${x:-'$(touch PWNED)'}"`,
+		"cat \"${x:-'`touch PWNED`'}\"",
+		"cat <<EOF\n${x:-'$(touch PWNED)'}\nEOF",
+		`y=/etc/passwd; eval "${x:-'$y'}"`,
 	} {
 		if v := Judge(line, testOptions(false)); !v.Blocked && v.Class == Safe {
 			t.Errorf("%q is safe\n%s", line, dump(v))

@@ -324,7 +324,7 @@ func (j *judge) expandWords(words []*syntax.Word, info []wordFacts, e *readEnv) 
 				continue
 			}
 		}
-		if j.paramDisagrees(w, e) {
+		if found, _ := dqSingleQuotes(w); found || j.paramDisagrees(w, e) {
 			// Unknown, and maybe several words (${a[@]:RANDOM}).
 			if e.anything {
 				argv = append(argv, arg{val: hole, glob: true, pos: w.Pos(), fed: fed})
@@ -521,7 +521,7 @@ func (j *judge) document(w *syntax.Word, heredoc bool) []arg {
 			}
 			var s string
 			var err error
-			if j.paramDisagrees(w, e) {
+			if found, _ := heredocSingleQuotes(w); heredoc && found || j.paramDisagrees(w, e) {
 				s = hole
 			} else if heredoc {
 				s, err = expand.Document(cfg, promptHoles(w))
