@@ -51,6 +51,12 @@ func (j *judge) paramDisagrees(w *syntax.Word, e *readEnv) bool {
 			if n.Excl && n.Names != 0 {
 				found = true // ${!prefix@}: names the expander does not list
 			}
+			if n.Excl && n.Names == 0 && n.Index == nil && n.Param != nil &&
+				valueHas(e.Get(n.Param.Value), func(s string) bool { return strings.Contains(s, "[") || hasHole(s) }) {
+				// ${!x} with x='a[0]': bash expands the element, the
+				// expander gives nothing.
+				found = true
+			}
 			if n.Exp != nil && !defaultOp(n.Exp.Op) && n.Exp.Op != syntax.OtherParamOps && j.patternClasses(n.Exp.Word, e) ||
 				n.Repl != nil && j.patternClasses(n.Repl.Orig, e) {
 				found = true

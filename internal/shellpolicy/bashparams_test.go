@@ -47,6 +47,7 @@ func TestBashParamDisagreements(t *testing.T) {
 		"x=a/etc/passwd; cat ${x#$TERM}",
 		"x=a/etc/passwd; cat ${x%$(cat f)}",
 		"sudo=1; ${!sud@} id",
+		"x='a[0]'; a=(/etc/passwd); cat ${!x}",
 		`cat "${x:-'$(touch PWNED)'}"`,
 		"cat \"${x:-'`touch PWNED`'}\"",
 		"cat <<EOF\n${x:-'$(touch PWNED)'}\nEOF",
