@@ -51,6 +51,16 @@ func (j *judge) paramDisagrees(w *syntax.Word, e *readEnv) bool {
 			if n.Excl && n.Names != 0 {
 				found = true // ${!prefix@}: names the expander does not list
 			}
+			if n.Index != nil && n.Param != nil && j.lookup(n.Param.Value).unknown {
+				// An unknown value is one string to the expander; as an
+				// array (a[1]=/etc/passwd, a+=(…)) its elements are lost.
+				found = true
+			}
+			if n.Param != nil && j.lookup(n.Param.Value).nameref &&
+				valueHas(e.Get(n.Param.Value), func(s string) bool { return strings.Contains(s, "[") || hasHole(s) }) {
+				// declare -n r='a[0]': $r is the element to bash.
+				found = true
+			}
 			if n.Excl && n.Names == 0 && n.Index == nil && n.Param != nil &&
 				valueHas(e.Get(n.Param.Value), func(s string) bool { return strings.Contains(s, "[") || hasHole(s) }) {
 				// ${!x} with x='a[0]': bash expands the element, the
