@@ -66,3 +66,54 @@ func closeBrace(s string, open int) (end int, comma bool) {
 	}
 	return -1, false
 }
+
+// braceRangeQuotes reports a letter sequence that crosses from upper to
+// lower case ({Z..a}, {a..Z..2}). Between Z and a lie \ and `, and bash
+// expands what brace expansion made as if written: the \ quotes the next
+// character (cat {Z..a}/etc/passwd is cat /etc/passwd among others, the
+// expander's words were all relative) and a ` starts a command
+// substitution.
+func braceRangeQuotes(w *syntax.Word) bool {
+	if !hasLitDots(w) {
+		return false
+	}
+	cp := *w
+	if !syntax.SplitBraces(&cp) {
+		return false
+	}
+	return rangeQuotes(cp.Parts)
+}
+
+func rangeQuotes(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		if !b.Sequence {
+			for _, e := range b.Elems {
+				if rangeQuotes(e.Parts) {
+					return true
+				}
+			}
+			continue
+		}
+		if len(b.Elems) < 2 {
+			continue
+		}
+		from, to := b.Elems[0].Lit(), b.Elems[1].Lit()
+		if len(from) == 1 && len(to) == 1 && min(from[0], to[0]) <= '`' && max(from[0], to[0]) >= '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLitDots(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "..") {
+			return true
+		}
+	}
+	return false
+}

@@ -153,31 +153,63 @@ func (j *judge) bashOrderWords(w *syntax.Word) []*syntax.Word {
 	return out
 }
 
-// ctrlEscapes rewrites bash's \cX escapes in $'…' parts (which the
-// expander does not know) as \xHH: $'/\c@etc' is "/" in bash, the NUL
-// ending the string.
+// ctrlEscapes rewrites the escapes of $'…' parts that bash reads and the
+// expander does not as \xHH: \cX ($'/\c@etc' is "/" in bash, the NUL
+// ending the string) and \x{H…} (any number of hex digits, the value's
+// low byte, the } optional: $'\x{2f}etc' is /etc, which the expander kept
+// as a relative word).
 func ctrlEscapes(w *syntax.Word) *syntax.Word {
 	var cp *syntax.Word
 	for i, p := range w.Parts {
 		sq, ok := p.(*syntax.SglQuoted)
-		if !ok || !sq.Dollar || !strings.Contains(sq.Value, `\c`) {
+		if !ok || !sq.Dollar || !strings.Contains(sq.Value, `\c`) && !strings.Contains(sq.Value, `\x{`) {
 			continue
 		}
-		var b strings.Builder
-		v := sq.Value
-		for k := 0; k < len(v); k++ {
-			if v[k] != '\\' || k+1 >= len(v) {
-				b.WriteByte(v[k])
-				continue
+		if cp == nil {
+			c := *w
+			c.Parts = slices.Clone(w.Parts)
+			cp = &c
+		}
+		nq := *sq
+		nq.Value = bashEscapes(sq.Value)
+		cp.Parts[i] = &nq
+	}
+	if cp == nil {
+		return w
+	}
+	return cp
+}
+
+// bashEscapes is ctrlEscapes on the text of one $'…'.
+func bashEscapes(v string) string {
+	var b strings.Builder
+	for k := 0; k < len(v); k++ {
+		if v[k] != '\\' || k+1 >= len(v) {
+			b.WriteByte(v[k])
+			continue
+		}
+		switch {
+		case v[k+1] == 'x' && k+2 < len(v) && v[k+2] == '{':
+			c, n := 0, k+3
+			for ; n < len(v) && isHex(v[n]); n++ {
+				c = (c*16 + hexVal(v[n])) & 0xff
 			}
-			if v[k+1] != 'c' || k+2 >= len(v) {
-				b.WriteString(v[k : k+2])
-				k++
-				continue
+			if n < len(v) && v[n] == '}' {
+				n++
 			}
+			fmt.Fprintf(&b, `\x%02x`, c)
+			k = n - 1
+		case v[k+1] == 'c' && k+2 < len(v):
 			c := v[k+2]
 			n := 3
-			if c == '\\' && k+3 < len(v) && v[k+3] == '\\' {
+			switch {
+			case c == 0x01 || c == 0x7f:
+				// bash's lexer marks these bytes with a \x01 before
+				// them, and \c takes that mark: \x01 then the byte.
+				b.WriteString(`\x01`)
+				k += 1
+				continue
+			case c == '\\' && k+3 < len(v) && v[k+3] == '\\':
 				n = 4
 			}
 			x := c & 0x1f
@@ -186,20 +218,26 @@ func ctrlEscapes(w *syntax.Word) *syntax.Word {
 			}
 			fmt.Fprintf(&b, `\x%02x`, x)
 			k += n - 1
+		default:
+			b.WriteString(v[k : k+2])
+			k++
 		}
-		if cp == nil {
-			c := *w
-			c.Parts = slices.Clone(w.Parts)
-			cp = &c
-		}
-		nq := *sq
-		nq.Value = b.String()
-		cp.Parts[i] = &nq
 	}
-	if cp == nil {
-		return w
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c <= '9':
+		return int(c - '0')
+	case c >= 'a':
+		return int(c-'a') + 10
 	}
-	return cp
+	return int(c-'A') + 10
 }
 
 // promptHoles returns w with every ${x@P} replaced by text the judge cannot

@@ -419,4 +419,7 @@ var shellSensitive = map[string]bool{
 	"BASH_LOADABLES_PATH": true, "EXECIGNORE": true, "FPATH": true, "HISTFILE": true, "BASH_XTRACEFD": true,
 	"BASH_COMPAT": true, "POSIXLY_CORRECT": true,
 	"TMOUT": true, "INPUTRC": true, "PWD": true, "OLDPWD": true,
+	// bash's command hash table and aliases: BASH_CMDS[cat]=/usr/bin/touch
+	// makes cat run touch.
+	"BASH_CMDS": true, "BASH_ALIASES": true,
 }

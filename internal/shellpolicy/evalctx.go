@@ -158,6 +158,15 @@ func (j *judge) nameCtx(s string) {
 		return
 	}
 	k := strings.IndexByte(s, '[')
+	base := s
+	if k >= 0 {
+		base = s[:k]
+	}
+	// read, printf -v, mapfile… assign the name: BASH_CMDS[cat] or
+	// PATH[0] changes what later commands run as much as an assignment.
+	if c, why := nameClass(base, false); c > Safe {
+		j.ctx.add(c, why)
+	}
 	if k < 0 || !strings.HasSuffix(s, "]") {
 		return
 	}
@@ -241,6 +250,12 @@ func (j *judge) paramExp(p *syntax.ParamExp) {
 		}
 		if v.unknown {
 			j.unseen(name + " is a reference to a variable whose name the judge cannot see")
+		}
+	}
+	if p.Exp != nil && (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull) {
+		// ${BASH_CMDS[cat]:=/usr/bin/touch} assigns as x=… does.
+		if c, why := nameClass(name, false); c > Safe {
+			j.ctx.add(c, why)
 		}
 	}
 	if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps && p.Exp.Word != nil && p.Exp.Word.Lit() == "P" {

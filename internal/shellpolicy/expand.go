@@ -308,6 +308,14 @@ func (j *judge) expandWords(words []*syntax.Word, info []wordFacts, e *readEnv) 
 				}
 				continue
 			}
+			if braceRangeQuotes(w) {
+				j.ctx.add(Dangerous, "a brace sequence crosses \\ and `, which bash reads as a quote and a command substitution")
+				j.runAnything()
+				if e.anything {
+					argv = append(argv, arg{val: hole, glob: true, pos: w.Pos(), fed: fed})
+				}
+				continue
+			}
 			if braceDisagrees(w) {
 				// Unknown, and maybe several words (glob: one or more).
 				if e.anything {
@@ -315,6 +323,13 @@ func (j *judge) expandWords(words []*syntax.Word, info []wordFacts, e *readEnv) 
 				}
 				continue
 			}
+		}
+		if found, _ := dqSingleQuotes(w); found || j.paramDisagrees(w, e) {
+			// Unknown, and maybe several words (${a[@]:RANDOM}).
+			if e.anything {
+				argv = append(argv, arg{val: hole, glob: true, pos: w.Pos(), fed: fed})
+			}
+			continue
 		}
 		w = promptHoles(ctrlEscapes(w))
 		if j.lang != syntax.LangPOSIX && paramBeforeBrace(w) {
@@ -506,10 +521,12 @@ func (j *judge) document(w *syntax.Word, heredoc bool) []arg {
 			}
 			var s string
 			var err error
-			if heredoc {
+			if found, _ := heredocSingleQuotes(w); heredoc && found || j.paramDisagrees(w, e) {
+				s = hole
+			} else if heredoc {
 				s, err = expand.Document(cfg, promptHoles(w))
 			} else {
-				s, err = expand.Literal(cfg, promptHoles(w))
+				s, err = expand.Literal(cfg, promptHoles(ctrlEscapes(w)))
 			}
 			if err != nil {
 				s = hole

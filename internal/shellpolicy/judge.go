@@ -377,6 +377,9 @@ func (j *judge) stmtFg(s *syntax.Stmt, in stream) stream {
 			j.substs(r.Word)
 			if r.Hdoc != nil {
 				j.substs(r.Hdoc)
+				if _, code := heredocSingleQuotes(r.Hdoc); code {
+					j.unseen("bash runs the $ or ` in single quotes inside a ${x:-word} of a heredoc, which the judge does not read")
+				}
 			}
 		}
 	})
@@ -638,6 +641,10 @@ func (j *judge) substs(n syntax.Node) {
 		case *syntax.ArithmExp:
 			j.arith(m.X)
 			return false
+		case *syntax.Word:
+			if _, code := dqSingleQuotes(m); code {
+				j.unseen("bash runs the $ or ` in single quotes inside a double-quoted ${x:-word}, which the judge does not read")
+			}
 		case *syntax.ParamExp:
 			j.paramExp(m)
 			return false

@@ -519,6 +519,9 @@ func argvMatches(j judgedRun, ran []string) bool {
 		if k == len(j.argv) {
 			return i == len(ran)
 		}
+		if j.glob[k] && j.argv[k] == hole && match(k+1, i) {
+			return true // an unknown word that may be several may be none
+		}
 		if i == len(ran) {
 			return false
 		}
