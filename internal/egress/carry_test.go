@@ -116,23 +116,32 @@ func TestTunnelCarriesExactly(t *testing.T) {
 	port := origin.Addr().(*net.TCPAddr).Port
 	p, relayAddr := startRelayProxy(t)
 	var wg sync.WaitGroup
-	errs := make(chan error, tunnels)
+	errs := make(chan error, 2*tunnels)
 	for i := range tunnels {
 		wg.Go(func() {
 			id := uint64(1000 + i)
 			c, br := relayTunnel(t, relayAddr, "allowed.test", port)
 			defer c.Close()
+			// The download may end before the upload does: the
+			// tunnel is closed only once both have.
+			wrote := make(chan error, 1)
+			defer func() {
+				if err := <-wrote; err != nil {
+					errs <- fmt.Errorf("tunnel %d: write: %v", id, err)
+				}
+			}()
 			go func() {
 				fmt.Fprintf(c, "\x00%d\n", id)
 				data := stream(id, 'u', up)
 				for len(data) > 0 {
 					n := min(len(data), 1+rand.IntN(200<<10))
 					if _, err := c.Write(data[:n]); err != nil {
+						wrote <- err
 						return
 					}
 					data = data[n:]
 				}
-				c.(*net.TCPConn).CloseWrite()
+				wrote <- c.(*net.TCPConn).CloseWrite()
 			}()
 			data, err := io.ReadAll(br)
 			if err != nil {
